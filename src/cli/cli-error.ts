@@ -1,0 +1,25 @@
+/**
+ * A usage error: bad flag, bad JSON, invalid option. The CLI prints its
+ * message on one line and exits with code 2, never a stack trace.
+ */
+export class CliUsageError extends Error {
+  override name = 'CliUsageError';
+}
+
+/** Parses a JSON flag value, naming the flag when it is not JSON. */
+export function parseJsonFlag(flag: string, value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch (err) {
+    throw new CliUsageError(`${flag}: not valid JSON (${(err as Error).message})`);
+  }
+}
+
+/** Parses a number flag, naming the flag when it is not a finite number. */
+export function parseNumberFlag(flag: string, value: string, { integer = false, min = -Infinity } = {}): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new CliUsageError(`${flag}: expected a number, got "${value}"`);
+  if (integer && !Number.isInteger(n)) throw new CliUsageError(`${flag}: expected an integer, got "${value}"`);
+  if (n < min) throw new CliUsageError(`${flag}: must be ≥ ${min}, got ${value}`);
+  return n;
+}

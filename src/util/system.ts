@@ -1,0 +1,18 @@
+/**
+ * The one module that reads the machine's clock and random source. Everything
+ * else receives a {@link Clock} and a {@link Random}, so tests can pin both.
+ */
+
+/** A source of uniform numbers in `[0, 1)`. */
+export type Random = () => number;
+
+/** A source of the current time in milliseconds since the epoch. */
+export interface Clock {
+  now(): number;
+}
+
+/** The process's clock. */
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** The process's random source (not for cryptography). */
+export const systemRandom: Random = () => Math.random();
