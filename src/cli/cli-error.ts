@@ -16,10 +16,16 @@ export function parseJsonFlag(flag: string, value: string): unknown {
 }
 
 /** Parses a number flag, naming the flag when it is not a finite number. */
-export function parseNumberFlag(flag: string, value: string, { integer = false, min = -Infinity } = {}): number {
+export function parseNumberFlag(
+  flag: string,
+  value: string,
+  { integer = false, min = -Infinity } = {},
+): number {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n)) throw new CliUsageError(`${flag}: expected a number, got "${value}"`);
-  if (integer && !Number.isInteger(n)) throw new CliUsageError(`${flag}: expected an integer, got "${value}"`);
+  if (value.trim() === '' || !Number.isFinite(n))
+    throw new CliUsageError(`${flag}: expected a number, got "${value}"`);
+  if (integer && !Number.isInteger(n))
+    throw new CliUsageError(`${flag}: expected an integer, got "${value}"`);
   if (n < min) throw new CliUsageError(`${flag}: must be ≥ ${min}, got ${value}`);
   return n;
 }

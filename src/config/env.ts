@@ -27,7 +27,11 @@ export class ConfigError extends Error {
  * Parses `input` with `schema` and turns a zod failure into one line per
  * issue, each naming the field: `policy.capMs: must be ≥ baseMs`.
  */
-export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, label: string): z.infer<S> {
+export function parseConfig<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  label: string,
+): z.infer<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   throw new ConfigError(formatZodError(result.error, label));

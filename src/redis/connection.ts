@@ -3,10 +3,27 @@ import { Redis, type RedisOptions } from 'ioredis';
 /** The Redis requeue talks to when none is given. */
 export const defaultRedisUrl = 'redis://127.0.0.1:6379';
 
+/** A Redis to use: a URL, or a connection the caller owns and closes. */
+export type RedisLike = string | Redis;
+
 /**
  * Opens an ioredis connection as BullMQ wants it: `maxRetriesPerRequest: null`
  * so blocking commands are never cut short.
  */
-export function createRedis(url: string = process.env.REDIS_URL ?? defaultRedisUrl, extra: RedisOptions = {}): Redis {
+export function createRedis(
+  url: string = process.env.REDIS_URL ?? defaultRedisUrl,
+  extra: RedisOptions = {},
+): Redis {
   return new Redis(url, { maxRetriesPerRequest: null, ...extra });
+}
+
+/**
+ * Resolves a {@link RedisLike} to a connection and says whether the caller
+ * opened it (and so must close it).
+ */
+export function resolveRedis(connection: RedisLike | undefined): { redis: Redis; owned: boolean } {
+  if (connection === undefined || typeof connection === 'string') {
+    return { redis: createRedis(connection), owned: true };
+  }
+  return { redis: connection, owned: false };
 }

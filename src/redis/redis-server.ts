@@ -71,7 +71,9 @@ export async function hasRedisServer(binary = 'redis-server'): Promise<boolean> 
  * Starts a private `redis-server` on loopback, with `maxmemory-policy
  * noeviction` (BullMQ requires it) and, by default, AOF on.
  */
-export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServerHandle> {
+export async function startRedisServer(
+  options: RedisServerOptions = {},
+): Promise<RedisServerHandle> {
   const port = options.port ?? (await freePort());
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'requeue-redis-')));
   const binary = options.binary ?? 'redis-server';

@@ -38,7 +38,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
         await container.stop();
       };
     } catch (err) {
-      console.warn(`[harness] no Docker engine answered (${(err as Error).message}); trying redis-server`);
+      console.warn(
+        `[harness] no Docker engine answered (${(err as Error).message}); trying redis-server`,
+      );
     }
   }
   if (await hasRedisServer()) {

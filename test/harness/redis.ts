@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { Redis } from 'ioredis';
-import { startRedisServer, type RedisServerHandle, type RedisServerOptions } from '../../src/redis/redis-server.js';
+import {
+  startRedisServer,
+  type RedisServerHandle,
+  type RedisServerOptions,
+} from '../../src/redis/redis-server.js';
 
 export { startRedisServer };
 export type { RedisServerHandle, RedisServerOptions };

@@ -1,6 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Queue, Worker, QueueEvents } from 'bullmq';
-import { cleanQueue, connect, redisUrl, startRedisServer, uniqueQueueName } from '../harness/redis.js';
+import {
+  cleanQueue,
+  connect,
+  redisUrl,
+  startRedisServer,
+  uniqueQueueName,
+} from '../harness/redis.js';
 import { Redis } from 'ioredis';
 
 describe('the Redis harness', () => {
@@ -36,7 +42,9 @@ describe('the Redis harness', () => {
       await client.set('k', 'v');
       // An fsync happens every second with appendfsync everysec; ask for one now.
       await client.call('BGREWRITEAOF');
-      await waitFor(async () => (await client.info('persistence')).includes('aof_rewrite_in_progress:0'));
+      await waitFor(async () =>
+        (await client.info('persistence')).includes('aof_rewrite_in_progress:0'),
+      );
       client.disconnect();
       await server.kill();
       await server.restart();

@@ -1,6 +1,15 @@
 import type { Command } from 'commander';
+import { registerDlq } from './dlq.js';
+import { registerEnqueue } from './enqueue.js';
+import { registerPlan } from './plan.js';
+import { registerStats } from './stats.js';
+import { registerWorker } from './worker.js';
 
 /** Adds every command to the program. One line per command file. */
 export function registerCommands(program: Command): void {
-  void program;
+  registerPlan(program);
+  registerWorker(program);
+  registerEnqueue(program);
+  registerStats(program);
+  registerDlq(program);
 }

@@ -1,0 +1,281 @@
+import type { Command } from 'commander';
+import { deadReasons, type DeadReason } from '../../policy/dead-reason.js';
+import {
+  DeadLetterQueue,
+  type DeadJobFilter,
+  type DeadJobRecord,
+} from '../../scheduler/dead-letter.js';
+import { CliUsageError, parseNumberFlag } from '../cli-error.js';
+import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+import { ProgressBar } from '../progress.js';
+import { printTable, truncate } from '../table.js';
+
+interface FilterFlags {
+  id?: string;
+  reason?: string;
+  name?: string;
+  since?: string;
+  until?: string;
+  all?: boolean;
+}
+
+/** `requeue dlq list|show|count|replay|purge|trim` */
+export function registerDlq(program: Command): void {
+  const dlq = program.command('dlq').description('Inspect, replay and purge dead jobs');
+
+  filterOptions(
+    withRedisOption(
+      dlq
+        .command('list')
+        .description('List dead jobs, newest first')
+        .argument('<queue>', 'source queue name')
+        .option('--limit <n>', 'at most this many', '50')
+        .option('--offset <n>', 'skip this many first', '0')
+        .option('--json', 'print an array of dead jobs as JSON'),
+    ),
+  ).action(async (queue: string, opts) => {
+    const limit = parseNumberFlag('--limit', opts.limit, { integer: true, min: 1 });
+    const offset = parseNumberFlag('--offset', opts.offset, { integer: true, min: 0 });
+    await withDlq(queue, opts, async (dead) => {
+      const records = await dead.list(toFilter(opts), { limit, offset });
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(records.map(listEntry)) + '\n');
+        return;
+      }
+      if (records.length === 0) {
+        process.stdout.write('no dead jobs\n');
+        return;
+      }
+      const rows = records.map((r) => [
+        r.id,
+        r.name,
+        r.reason,
+        String(r.attempts),
+        new Date(r.deadAt).toISOString(),
+        truncate(r.message, 60),
+      ]);
+      printTable(['ID', 'NAME', 'REASON', 'ATTEMPTS', 'DEAD AT', 'LAST ERROR'], rows);
+    });
+  });
+
+  withRedisOption(
+    dlq
+      .command('show')
+      .description('Show one dead job with its whole attempt history')
+      .argument('<queue>', 'source queue name')
+      .argument('<id>', 'job id')
+      .option('--json', 'print the dead job as JSON'),
+  ).action(async (queue: string, id: string, opts) => {
+    await withDlq(queue, opts, async (dead) => {
+      const record = await dead.get(id);
+      if (!record) throw new CliUsageError(`no dead job "${id}" in ${queue}'s DLQ`);
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(record) + '\n');
+        return;
+      }
+      const out = process.stdout;
+      out.write(`${record.id}  ${record.name}  (${record.source})\n`);
+      out.write(`reason:      ${record.reason}: ${record.message}\n`);
+      if (record.idempotencyKey) out.write(`key:         ${record.idempotencyKey}\n`);
+      if (record.firstFailedAt)
+        out.write(`first fail:  ${new Date(record.firstFailedAt).toISOString()}\n`);
+      out.write(`dead at:     ${new Date(record.deadAt).toISOString()}\n`);
+      out.write(`attempts:    ${record.attempts}  replays: ${record.replays}\n`);
+      out.write(`data:        ${truncate(JSON.stringify(record.data), 200)}\n\n`);
+      printTable(
+        ['#', 'STARTED', 'OUTCOME', 'ERROR', 'DECISION', 'DELAY'],
+        record.history.map((h) => [
+          `${h.replay ? `${h.replay}.` : ''}${h.attempt}`,
+          new Date(h.startedAt).toISOString(),
+          h.outcome,
+          truncate(
+            `${h.error?.class ?? ''}${h.error?.status ? ` ${h.error.status}` : ''}: ${h.error?.message ?? ''}`,
+            50,
+          ),
+          h.decision === 'dead-letter' ? `dead (${h.deadReason})` : h.decision,
+          h.delayMs !== undefined ? `${Math.round(h.delayMs)}ms` : '',
+        ]),
+      );
+    });
+  });
+
+  filterOptions(
+    withRedisOption(
+      dlq
+        .command('count')
+        .description('Count dead jobs')
+        .argument('<queue>', 'source queue name')
+        .option('--json', 'print {"dead": N}'),
+    ),
+  ).action(async (queue: string, opts) => {
+    await withDlq(queue, opts, async (dead) => {
+      const n = await dead.count(toFilter(opts));
+      process.stdout.write(opts.json ? JSON.stringify({ dead: n }) + '\n' : `${n}\n`);
+    });
+  });
+
+  bulkCommand(
+    dlq,
+    'replay',
+    'Move dead jobs back to the source queue with fresh attempts, history kept',
+  )
+    .option('--rate <n>', 'at most this many jobs per second')
+    .action(async (queue: string, opts) => {
+      const filter = toBulkFilter(opts);
+      const ratePerSec =
+        opts.rate === undefined ? undefined : parseNumberFlag('--rate', opts.rate, { min: 0.001 });
+      await runBulk(queue, opts, 'replayed', (dead, onProgress, signal) =>
+        dead.replay(filter, {
+          onProgress,
+          signal,
+          ...(ratePerSec !== undefined ? { ratePerSec } : {}),
+        }),
+      );
+    });
+
+  bulkCommand(dlq, 'purge', 'Delete dead jobs for good').action(async (queue: string, opts) => {
+    const filter = toBulkFilter(opts);
+    await runBulk(queue, opts, 'purged', (dead, onProgress, signal) =>
+      dead.purge(filter, { onProgress, signal }),
+    );
+  });
+
+  withRedisOption(
+    dlq
+      .command('trim')
+      .description('Apply the retention (age and count) now')
+      .argument('<queue>', 'source queue name')
+      .option('--max-age-days <days>', 'drop dead jobs older than this', '180')
+      .option('--max-count <n>', 'keep at most this many', '10000'),
+  ).action(async (queue: string, opts) => {
+    const days = parseNumberFlag('--max-age-days', opts.maxAgeDays, { min: 0.0001 });
+    const maxCount = parseNumberFlag('--max-count', opts.maxCount, { integer: true, min: 1 });
+    const dead = new DeadLetterQueue(queue, {
+      connection: redisUrlFrom(opts),
+      retention: { maxAgeMs: Math.round(days * 86_400_000), maxCount },
+    });
+    try {
+      const removed = await dead.applyRetention();
+      process.stdout.write(`removed ${removed} dead jobs\n`);
+    } finally {
+      await dead.close();
+    }
+  });
+}
+
+function filterOptions(command: Command): Command {
+  return command
+    .option('--reason <reason>', `only this reason (${deadReasons.join(', ')})`)
+    .option('--name <name>', 'only jobs of this name')
+    .option('--since <time>', 'only jobs dead at or after this time (ISO date or ms)')
+    .option('--until <time>', 'only jobs dead before this time (ISO date or ms)');
+}
+
+function bulkCommand(dlq: Command, name: string, description: string): Command {
+  return filterOptions(
+    withRedisOption(
+      dlq
+        .command(name)
+        .description(description)
+        .argument('<queue>', 'source queue name')
+        .option('--id <id>', 'one job')
+        .option('--all', 'every dead job (or every one the other filters match)')
+        .option('--json', 'print {"done": N, "total": N}'),
+    ),
+  );
+}
+
+function toFilter(opts: FilterFlags): DeadJobFilter {
+  const filter: DeadJobFilter = {};
+  if (opts.id !== undefined) filter.id = opts.id;
+  if (opts.reason !== undefined) {
+    if (!(deadReasons as readonly string[]).includes(opts.reason)) {
+      throw new CliUsageError(
+        `--reason: expected one of ${deadReasons.join(', ')}, got "${opts.reason}"`,
+      );
+    }
+    filter.reason = opts.reason as DeadReason;
+  }
+  if (opts.name !== undefined) filter.name = opts.name;
+  if (opts.since !== undefined) filter.since = parseTime('--since', opts.since);
+  if (opts.until !== undefined) filter.until = parseTime('--until', opts.until);
+  return filter;
+}
+
+/** Replay and purge act on everything only when asked to with `--all`. */
+function toBulkFilter(opts: FilterFlags): DeadJobFilter {
+  const filter = toFilter(opts);
+  if (!opts.all && opts.id === undefined && opts.reason === undefined) {
+    throw new CliUsageError('give --id <id>, --reason <reason> or --all');
+  }
+  return filter;
+}
+
+function parseTime(flag: string, value: string): number {
+  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(ms))
+    throw new CliUsageError(`${flag}: expected an ISO date or milliseconds, got "${value}"`);
+  return ms;
+}
+
+async function withDlq<T>(
+  queue: string,
+  opts: { redis?: string },
+  fn: (dead: DeadLetterQueue) => Promise<T>,
+): Promise<T> {
+  const dead = new DeadLetterQueue(queue, { connection: redisUrlFrom(opts) });
+  try {
+    return await fn(dead);
+  } finally {
+    await dead.close();
+  }
+}
+
+async function runBulk(
+  queue: string,
+  opts: { redis?: string; json?: boolean },
+  verb: string,
+  run: (
+    dead: DeadLetterQueue,
+    onProgress: (p: { done: number; total: number }) => void,
+    signal: AbortSignal,
+  ) => Promise<{ done: number; total: number }>,
+): Promise<void> {
+  const bar = new ProgressBar(verb === 'replayed' ? 'replay' : 'purge');
+  // Ctrl-C stops after the current batch: what is done stays done, a rerun finishes the rest.
+  const abort = new AbortController();
+  const onSignal = (): void => abort.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const result = await withDlq(queue, opts, (dead) =>
+      run(dead, (p) => bar.update(p.done, p.total), abort.signal),
+    );
+    bar.finish();
+    if (opts.json) process.stdout.write(JSON.stringify(result) + '\n');
+    else
+      process.stdout.write(
+        `${verb} ${result.done} dead job${result.done === 1 ? '' : 's'}${abort.signal.aborted ? ' (interrupted; run again to finish)' : ''}\n`,
+      );
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+function listEntry(r: DeadJobRecord) {
+  return {
+    id: r.id,
+    name: r.name,
+    data: r.data,
+    reason: r.reason,
+    attempts: r.attempts,
+    history: r.history,
+    deadAt: r.deadAt,
+    message: r.message,
+    source: r.source,
+    idempotencyKey: r.idempotencyKey,
+    firstFailedAt: r.firstFailedAt,
+    replays: r.replays,
+  };
+}

@@ -1,0 +1,29 @@
+import type { Command } from 'commander';
+import { createQueue } from '../../scheduler/queue.js';
+import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+
+/** `requeue stats <queue> [--json]` */
+export function registerStats(program: Command): void {
+  withRedisOption(
+    program
+      .command('stats')
+      .description('Count waiting, active, delayed, completed, failed and dead jobs')
+      .argument('<queue>', 'queue name')
+      .option('--json', 'print the counts as JSON'),
+  ).action(async (queueName: string, opts) => {
+    const queue = createQueue(queueName, { connection: redisUrlFrom(opts) });
+    try {
+      const counts = await queue.counts();
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(counts) + '\n');
+        return;
+      }
+      const width = Math.max(...Object.keys(counts).map((k) => k.length));
+      for (const [state, n] of Object.entries(counts)) {
+        process.stdout.write(`${state.padEnd(width)}  ${n}\n`);
+      }
+    } finally {
+      await queue.close();
+    }
+  });
+}

@@ -1,0 +1,89 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Command } from 'commander';
+import { createLogger } from '../../config/logger.js';
+import type { RetryPolicyInput } from '../../policy/retry-policy.js';
+import { createWorker, type Handler } from '../../scheduler/worker.js';
+import { CliUsageError, parseJsonFlag, parseNumberFlag } from '../cli-error.js';
+import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+
+/** `requeue worker <queue> --handler <module> [--concurrency N] [--policy JSON]` */
+export function registerWorker(program: Command): void {
+  withRedisOption(
+    program
+      .command('worker')
+      .description('Process a queue with a handler module, with requeue retries and DLQ')
+      .argument('<queue>', 'queue name')
+      .requiredOption(
+        '--handler <module>',
+        'a module whose default export is async (job) => result',
+      )
+      .option('--concurrency <n>', 'jobs at once', '1')
+      .option('--policy <json>', 'retry policy for jobs that bring none, as JSON')
+      .option('--shutdown-timeout-ms <ms>', 'on SIGTERM, wait this long for active jobs', '30000')
+      .option(
+        '--lock-duration-ms <ms>',
+        'a job whose worker is silent this long is recovered',
+        '30000',
+      ),
+  ).action(async (queue: string, opts) => {
+    const concurrency = parseNumberFlag('--concurrency', opts.concurrency, {
+      integer: true,
+      min: 1,
+    });
+    const shutdownTimeoutMs = parseNumberFlag('--shutdown-timeout-ms', opts.shutdownTimeoutMs, {
+      min: 0,
+    });
+    const lockDurationMs = parseNumberFlag('--lock-duration-ms', opts.lockDurationMs, {
+      integer: true,
+      min: 100,
+    });
+    const policy =
+      opts.policy === undefined
+        ? undefined
+        : (parseJsonFlag('--policy', opts.policy) as RetryPolicyInput);
+    const handler = await loadHandler(opts.handler);
+    const logger = createLogger();
+    const worker = createWorker(queue, handler, {
+      connection: redisUrlFrom(opts),
+      concurrency,
+      lockDurationMs,
+      stalledIntervalMs: Math.max(100, Math.round(lockDurationMs / 2)),
+      logger,
+      ...(policy !== undefined ? { policy } : {}),
+    });
+    await worker.waitUntilReady();
+    logger.info({ queue, concurrency, policy: worker.policy }, 'worker started');
+    await waitForSignal();
+    logger.info({ shutdownTimeoutMs }, 'draining');
+    await worker.close({ timeoutMs: shutdownTimeoutMs });
+    logger.info('stopped');
+  });
+}
+
+/** Imports a handler module and returns its default export. */
+export async function loadHandler(path: string): Promise<Handler<unknown, unknown>> {
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown };
+  } catch (err) {
+    throw new CliUsageError(`--handler: cannot load ${path} (${(err as Error).message})`);
+  }
+  if (typeof mod.default !== 'function') {
+    throw new CliUsageError(`--handler: ${path} has no default export function`);
+  }
+  return mod.default as Handler<unknown, unknown>;
+}
+
+/** Resolves on the first SIGTERM or SIGINT. */
+export function waitForSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolveSignal) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off('SIGTERM', on);
+      process.off('SIGINT', on);
+      resolveSignal(signal);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}

@@ -1,0 +1,67 @@
+import type { Random } from '../util/system.js';
+import type { Classification } from './classify/classify.js';
+import type { DeadReason } from './dead-reason.js';
+import { planNextAttempt, type RetryPolicy } from './retry-policy.js';
+
+/** What becomes of a failed attempt: a tagged value, never a sentinel number. */
+export type FailureDecision =
+  | {
+      action: 'retry';
+      delayMs: number;
+      retryAt: number;
+      /** `strategy`: the policy's formula; `server`: a Retry-After; `budget`: pushed to the cap. */
+      source: 'strategy' | 'server' | 'budget';
+    }
+  | { action: 'dead-letter'; reason: DeadReason };
+
+export interface FailureContext {
+  classification: Classification;
+  policy: RetryPolicy;
+  /** Attempts finished so far, the failed one included (≥ 1). */
+  attemptsMade: number;
+  previousDelayMs?: number;
+  firstFailedAt: number;
+  now: number;
+  random: Random;
+}
+
+/**
+ * The decision tree of seed 001: a permanent error dies at once; a retryable
+ * one is retried on the policy's schedule (or the server's) until the
+ * attempts or the time window run out.
+ */
+export function decideFailure(ctx: FailureContext): FailureDecision {
+  const { classification } = ctx;
+  if (classification.kind === 'permanent') {
+    return {
+      action: 'dead-letter',
+      reason: classification.reason === 'gone' ? 'gone' : 'permanent-error',
+    };
+  }
+  const next = planNextAttempt(ctx.policy, {
+    attemptsMade: ctx.attemptsMade,
+    previousDelayMs: ctx.previousDelayMs,
+    firstFailedAt: ctx.firstFailedAt,
+    now: ctx.now,
+    random: ctx.random,
+    serverDelayMs: classification.retryAfterMs,
+  });
+  if (next.kind === 'give-up') return { action: 'dead-letter', reason: next.reason };
+  return { action: 'retry', delayMs: next.delayMs, retryAt: next.retryAt, source: next.source };
+}
+
+/**
+ * What an empty retry budget does to a retry: the job is never dropped; its
+ * retry waits the policy's cap, or it dies with `budget-exhausted`.
+ * @see seed 001, "retry budget / token bucket"
+ */
+export function applyEmptyBudget(
+  decision: Extract<FailureDecision, { action: 'retry' }>,
+  policy: RetryPolicy,
+  now: number,
+  onEmpty: 'delay-to-cap' | 'dead-letter',
+): FailureDecision {
+  if (onEmpty === 'dead-letter') return { action: 'dead-letter', reason: 'budget-exhausted' };
+  const delayMs = Math.max(decision.delayMs, policy.capMs);
+  return { action: 'retry', delayMs, retryAt: now + delayMs, source: 'budget' };
+}

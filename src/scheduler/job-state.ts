@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { deadReasons } from '../policy/dead-reason.js';
+
+export { deadReasons, type DeadReason } from '../policy/dead-reason.js';
+
+/**
+ * What requeue keeps with each job in Redis. Two parts:
+ * - {@link JobMeta} in the job's options (`opts.rq`), written once when the job
+ *   is added: its policy, its idempotency key and, for a replayed job, the
+ *   history it carries from its earlier life.
+ * - {@link JobState} in the job hash's `rq` field, rewritten atomically with
+ *   each move to the delayed set: the attempt history and what the strategy
+ *   needs (previous delay, first failure).
+ * Both are validated with zod on the way in and on the way back out.
+ */
+
+export const errorSummarySchema = z.object({
+  class: z.string(),
+  message: z.string(),
+  status: z.number().optional(),
+  code: z.string().optional(),
+});
+export type ErrorSummary = z.infer<typeof errorSummarySchema>;
+
+/** One attempt of a job, as kept in its history. */
+export const attemptRecordSchema = z.object({
+  /** 1-based attempt number within the job's current life (replays start again at 1). */
+  attempt: z.number().int(),
+  /** How many times the job had been replayed from the DLQ when this attempt ran. */
+  replay: z.number().int().optional(),
+  startedAt: z.number(),
+  finishedAt: z.number().optional(),
+  /** What happened: the handler failed, the worker died, or the attempt was deferred by a breaker. */
+  outcome: z.enum(['failed', 'stalled', 'deferred']),
+  error: errorSummarySchema.optional(),
+  /** The classifier's reason (`http-status`, `network`, …). */
+  classification: z.string().optional(),
+  decision: z.enum(['retry', 'dead-letter', 'deferred']),
+  delayMs: z.number().optional(),
+  retryAt: z.number().optional(),
+  /** `strategy` or `server` (a Retry-After) or `budget` (pushed to the cap). */
+  delaySource: z.string().optional(),
+  deadReason: z.enum(deadReasons).optional(),
+  /** Anything the handler's domain adds: HTTP status, latency, a body snippet. */
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+export type AttemptRecord = z.infer<typeof attemptRecordSchema>;
+
+export const jobStateSchema = z.object({
+  v: z.literal(1),
+  history: z.array(attemptRecordSchema),
+  firstFailedAt: z.number().optional(),
+  previousDelayMs: z.number().optional(),
+  /** Breaker deferrals: they do not consume attempts (attempt = started − deferrals). */
+  deferrals: z.number().int().default(0),
+  replays: z.number().int().default(0),
+  /** Set just before the job is copied to the DLQ: a crash after this resumes the move. */
+  dead: z
+    .object({ reason: z.enum(deadReasons), message: z.string(), deadAt: z.number() })
+    .optional(),
+});
+export type JobState = z.infer<typeof jobStateSchema>;
+
+/** A fresh state for a job that has not failed yet. */
+export function emptyJobState(): JobState {
+  return { v: 1, history: [], deferrals: 0, replays: 0 };
+}
+
+export const jobMetaSchema = z.object({
+  /** The job's own retry policy, as stored (names and numbers). */
+  policy: z.record(z.string(), z.unknown()).optional(),
+  /** The idempotency key the producer gave. */
+  key: z.string().optional(),
+  /** State carried over from an earlier life (a DLQ replay). */
+  carried: jobStateSchema.optional(),
+  /** Extra fields a worker kind needs (a stream id, an endpoint id). */
+  tags: z.record(z.string(), z.string()).optional(),
+});
+export type JobMeta = z.infer<typeof jobMetaSchema>;
+
+/** Parses a stored `rq` hash field; a corrupt value gives a fresh state rather than a crash. */
+export function parseJobState(raw: string | null | undefined): JobState | undefined {
+  if (!raw) return undefined;
+  try {
+    const parsed = jobStateSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads requeue's meta from a job's options; unknown shapes are ignored. */
+export function readJobMeta(opts: unknown): JobMeta {
+  const rq = (opts as { rq?: unknown } | undefined)?.rq;
+  if (rq === undefined) return {};
+  const parsed = jobMetaSchema.safeParse(rq);
+  return parsed.success ? parsed.data : {};
+}
+
+/** Serialises a state for the `rq` field, validating it on the way out. */
+export function serializeJobState(state: JobState): string {
+  return JSON.stringify(jobStateSchema.parse(state));
+}

@@ -1,0 +1,153 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { z } from 'zod';
+import { ConfigError, formatZodError } from '../config/env.js';
+import { parseRetryPolicy, type RetryPolicyInput } from '../policy/retry-policy.js';
+import { resolveRedis, type RedisLike } from '../redis/connection.js';
+import { deadLetterQueueName } from '../redis/keys.js';
+import { jobIdForKey } from './job-id.js';
+import type { JobMeta } from './job-state.js';
+
+/** Options of {@link createQueue}. */
+export interface QueueOptions<T = unknown> {
+  /** Redis URL or connection. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
+  connection?: RedisLike;
+  /** The policy stamped on every job that brings none of its own. @defaultValue the worker's */
+  policy?: RetryPolicyInput;
+  /** A zod schema payloads must satisfy; a bad payload is refused at `add`. */
+  schema?: z.ZodType<T>;
+}
+
+/** Options of one {@link RequeueQueue.add}. */
+export interface AddOptions {
+  /** A second add with the same key is a no-op while the first job is known. */
+  idempotencyKey?: string;
+  /** This job's own retry policy. */
+  policy?: RetryPolicyInput;
+  /** Wait this long before the first attempt. @defaultValue `0` */
+  delayMs?: number;
+  /** Extra string fields for a worker kind (stream id, endpoint id). */
+  tags?: Record<string, string>;
+}
+
+/** A job as {@link RequeueQueue.add} reports it. */
+export interface AddedJob {
+  id: string;
+  name: string;
+}
+
+/**
+ * The producer side: adds jobs with an idempotency key and a policy, both
+ * stored with the job so any worker can honour them.
+ */
+export class RequeueQueue<T = unknown> {
+  readonly bull: Queue;
+  private readonly redis: Redis;
+  private readonly owned: boolean;
+  private readonly policy: RetryPolicyInput | undefined;
+
+  constructor(
+    readonly name: string,
+    private readonly options: QueueOptions<T> = {},
+  ) {
+    if (name.includes(':')) throw new ConfigError(`queue: name "${name}" must not contain ":"`);
+    const { redis, owned } = resolveRedis(options.connection);
+    this.redis = redis;
+    this.owned = owned;
+    this.policy =
+      options.policy === undefined ? undefined : parseRetryPolicy(options.policy, 'queue.policy');
+    this.bull = new Queue(name, { connection: redis });
+  }
+
+  /** Adds one job; with an `idempotencyKey` a second add of that key is a no-op. */
+  async add(name: string, data: T, opts: AddOptions = {}): Promise<AddedJob> {
+    const [job] = await this.addBulk([{ name, data, opts }]);
+    return job!;
+  }
+
+  /** Adds many jobs in one round trip (atomically, as BullMQ's addBulk does). */
+  async addBulk(jobs: { name: string; data: T; opts?: AddOptions }[]): Promise<AddedJob[]> {
+    const entries = jobs.map(({ name, data, opts = {} }, index) => ({
+      name,
+      data: this.validate(data, jobs.length > 1 ? `jobs.${index}.data` : 'data'),
+      opts: this.jobOptions(opts),
+    }));
+    const added = await this.bull.addBulk(entries);
+    return added.map((job) => ({ id: String(job.id), name: job.name }));
+  }
+
+  /** Counts of jobs per state, the dead ones included. */
+  async counts(): Promise<QueueCounts> {
+    return queueCounts(this.bull, this.name, this.redis);
+  }
+
+  /** Closes the queue and, if it opened it, the connection. */
+  async close(): Promise<void> {
+    await this.bull.close();
+    if (this.owned) this.redis.disconnect();
+  }
+
+  private validate(data: T, label: string): T {
+    if (!this.options.schema) return data;
+    const result = this.options.schema.safeParse(data);
+    if (!result.success) throw new ConfigError(formatZodError(result.error, label));
+    return result.data;
+  }
+
+  private jobOptions(opts: AddOptions): JobsOptions {
+    const policySource = opts.policy ?? this.policy;
+    const meta: JobMeta = {};
+    if (policySource !== undefined) meta.policy = parseRetryPolicy(policySource, 'policy');
+    if (opts.idempotencyKey !== undefined) meta.key = opts.idempotencyKey;
+    if (opts.tags) meta.tags = opts.tags;
+    const jobOpts: JobsOptions & { rq?: JobMeta } = {
+      // requeue decides retries itself; BullMQ must never retry on its own.
+      attempts: 1,
+      removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+      rq: meta,
+    };
+    if (opts.idempotencyKey !== undefined) jobOpts.jobId = jobIdForKey(opts.idempotencyKey);
+    if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
+    return jobOpts;
+  }
+}
+
+/** `requeue stats` counts. */
+export interface QueueCounts {
+  waiting: number;
+  active: number;
+  delayed: number;
+  completed: number;
+  failed: number;
+  dead: number;
+}
+
+/** Reads the counts of a source queue and of its DLQ. */
+export async function queueCounts(queue: Queue, name: string, redis: Redis): Promise<QueueCounts> {
+  const dlq = new Queue(deadLetterQueueName(name), { connection: redis });
+  try {
+    const [live, dead] = await Promise.all([
+      queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'),
+      dlq.getJobCounts('waiting'),
+    ]);
+    return {
+      waiting: (live.waiting ?? 0) + (live.prioritized ?? 0),
+      active: live.active ?? 0,
+      delayed: live.delayed ?? 0,
+      completed: live.completed ?? 0,
+      failed: live.failed ?? 0,
+      dead: dead.waiting ?? 0,
+    };
+  } finally {
+    await dlq.close();
+  }
+}
+
+/** Creates a producer for `name`. */
+export function createQueue<T = unknown>(
+  name: string,
+  options: QueueOptions<T> = {},
+): RequeueQueue<T> {
+  return new RequeueQueue<T>(name, options);
+}
