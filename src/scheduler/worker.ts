@@ -2,6 +2,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { formatZodError } from '../config/env.js';
+import { deadReasonOf } from '../errors/permanent-error.js';
 import { createLogger, type Logger } from '../config/logger.js';
 import { classifyError, describeError, parseClassifyOptions } from '../policy/classify/index.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
@@ -70,6 +71,15 @@ export interface WorkerOptions<T = unknown> {
   lockDurationMs?: number;
   /** How often stalled jobs are looked for. @defaultValue `30_000` */
   stalledIntervalMs?: number;
+  /**
+   * Circuit breaker shared by every worker of the queue through Redis (see
+   * `src/policy/breaker/`). Off unless given.
+   */
+  breaker?: Record<string, unknown>;
+  /** A breaker per key (e.g. a webhook endpoint): an open key holds back only its own jobs. */
+  breakerKey?: (job: RequeueJob<T>) => string | undefined;
+  /** A retry budget shared in Redis (token bucket or ratio). Off unless given. */
+  budget?: Record<string, unknown>;
   /** Start processing at once. @defaultValue `true` */
   autorun?: boolean;
   logger?: Logger;
@@ -310,6 +320,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     };
     state.firstFailedAt = firstFailedAt;
     if (decision.action === 'dead-letter') {
+      decision.reason = deadReasonOf(err) ?? decision.reason;
       record.deadReason = decision.reason;
       state.history.push(record);
       return this.deadLetter(job, token, meta, state, decision.reason, error.message, attempt);
