@@ -13,14 +13,20 @@ export function deadLetterQueueName(queue: string): string {
 export function requeueKeys(queue: string, prefix = 'requeue') {
   const base = `${prefix}:{${queue}}`;
   return {
-    /** Hash: breaker state per key (issue 4). */
+    /** Hash: a breaker's state (`s`, JSON) and its version (`v`), per breaker key. */
     breaker: (key: string) => `${base}:breaker:${key}`,
-    /** Sorted set / hash: breaker window buckets. */
+    /** Hash: a breaker's window, `<bucket>:t` and `<bucket>:f` counters and `cf` (failures in a row). */
     breakerWindow: (key: string) => `${base}:breaker-window:${key}`,
+    /** Set: breaker keys that are not closed, so a starting worker can load them. */
+    breakerOpenKeys: `${base}:breaker-open`,
+    /** Set: every breaker key seen, for `requeue breaker status`. */
+    breakerKnownKeys: `${base}:breaker-known`,
     /** Pub/sub channel for breaker transitions. */
     breakerChannel: `${base}:breaker-events`,
-    /** Hash: the retry budget's token bucket. */
+    /** Hash: the retry budget's token bucket (`tokens`, `denied`). */
     budget: `${base}:budget`,
+    /** Hash: the ratio budget's window (`<bucket>:q` requests, `<bucket>:r` retries). */
+    budgetWindow: `${base}:budget-window`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** Hash: cursors of interrupted DLQ replays and purges. */

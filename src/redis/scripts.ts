@@ -2,6 +2,8 @@ import type { Redis } from 'ioredis';
 
 /**
  * requeue's own Lua scripts, in one place. Each runs atomically in Redis.
+ * They store and move state; what the state means is decided in
+ * `src/policy/`.
  */
 const scripts = {
   /** Writes a job's `rq` state only while `token` still holds the job's lock. */
@@ -15,12 +17,151 @@ end
 return 0
 `,
   },
+  /**
+   * Adds a batch of outcomes to a breaker's bucketed window, drops buckets
+   * that left the window, and returns the window's sums with the breaker's
+   * state and version.
+   * KEYS: window, state, known-keys set. ARGV: now, bucketMs, buckets, total,
+   * failures, trailing failures, had a success (1/0), breaker key.
+   */
+  requeueBreakerRecord: {
+    numberOfKeys: 3,
+    lua: `
+local now, bucketMs, buckets = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local total, failures, trailing = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local bucket = math.floor(now / bucketMs)
+if total > 0 then
+  redis.call('HINCRBY', KEYS[1], bucket .. ':t', total)
+  if failures > 0 then redis.call('HINCRBY', KEYS[1], bucket .. ':f', failures) end
+  if ARGV[7] == '1' then
+    redis.call('HSET', KEYS[1], 'cf', trailing)
+  else
+    redis.call('HINCRBY', KEYS[1], 'cf', trailing)
+  end
+  redis.call('PEXPIRE', KEYS[1], bucketMs * (buckets + 1))
+  redis.call('SADD', KEYS[3], ARGV[8])
+end
+local sumT, sumF, cf = 0, 0, 0
+local fields = redis.call('HGETALL', KEYS[1])
+for i = 1, #fields, 2 do
+  local name, value = fields[i], tonumber(fields[i + 1])
+  if name == 'cf' then
+    cf = value
+  else
+    local b = tonumber(string.match(name, '^(%-?%d+):'))
+    if b == nil or b <= bucket - buckets then
+      redis.call('HDEL', KEYS[1], name)
+    elseif string.sub(name, -2) == ':t' then
+      sumT = sumT + value
+    else
+      sumF = sumF + value
+    end
+  end
+end
+local state = redis.call('HMGET', KEYS[2], 's', 'v')
+return {sumT, sumF, cf, state[1] or '', tonumber(state[2] or '0')}
+`,
+  },
+  /**
+   * Compare-and-set of a breaker's state: writes only if the version is still
+   * the one read, keeps the set of non-closed keys, optionally clears the
+   * window, and publishes the transition. Returns 1 if written.
+   * KEYS: state, window, open-keys set. ARGV: expected version, state JSON,
+   * phase, breaker key, channel, message ('' for none), clear window (1/0).
+   */
+  requeueBreakerCas: {
+    numberOfKeys: 3,
+    lua: `
+local version = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if version ~= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[2], 'v', version + 1)
+if ARGV[3] == 'closed' then
+  redis.call('SREM', KEYS[3], ARGV[4])
+else
+  redis.call('SADD', KEYS[3], ARGV[4])
+end
+if ARGV[7] == '1' then redis.call('DEL', KEYS[2]) end
+if ARGV[6] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
+return 1
+`,
+  },
+  /**
+   * Token bucket take: removes `cost` tokens if there are that many.
+   * KEYS: bucket hash. ARGV: capacity, cost. Returns {granted (1/0), tokens left}.
+   */
+  requeueBudgetTake: {
+    numberOfKeys: 1,
+    lua: `
+local capacity, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens') or ARGV[1])
+if tokens >= cost then
+  tokens = tokens - cost
+  redis.call('HSET', KEYS[1], 'tokens', tokens)
+  return {1, tostring(tokens)}
+end
+redis.call('HINCRBY', KEYS[1], 'denied', 1)
+return {0, tostring(tokens)}
+`,
+  },
+  /**
+   * Token bucket refund, never above capacity.
+   * KEYS: bucket hash. ARGV: capacity, amount. Returns the tokens.
+   */
+  requeueBudgetRefund: {
+    numberOfKeys: 1,
+    lua: `
+local capacity, amount = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens') or ARGV[1])
+tokens = math.min(capacity, tokens + amount)
+redis.call('HSET', KEYS[1], 'tokens', tokens)
+return tostring(tokens)
+`,
+  },
+  /**
+   * Ratio budget: counts requests and retries in a bucketed window and grants
+   * a retry while retries + 1 ≤ max(minRetries, ratio × requests) — the SRE
+   * book's rule; this is the one place that formula lives.
+   * KEYS: window hash. ARGV: now, bucketMs, buckets, requests to add, take a
+   * retry (1/0), ratio, minRetries. Returns {granted, requests, retries}.
+   */
+  requeueRatioBudget: {
+    numberOfKeys: 1,
+    lua: `
+local now, bucketMs, buckets = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local bucket = math.floor(now / bucketMs)
+if tonumber(ARGV[4]) > 0 then redis.call('HINCRBY', KEYS[1], bucket .. ':q', ARGV[4]) end
+local requests, retries = 0, 0
+local fields = redis.call('HGETALL', KEYS[1])
+for i = 1, #fields, 2 do
+  local name, value = fields[i], tonumber(fields[i + 1])
+  local b = tonumber(string.match(name, '^(%-?%d+):'))
+  if b == nil or b <= bucket - buckets then
+    redis.call('HDEL', KEYS[1], name)
+  elseif string.sub(name, -2) == ':q' then
+    requests = requests + value
+  else
+    retries = retries + value
+  end
+end
+local granted = 0
+if ARGV[5] == '1' then
+  if retries + 1 <= math.max(tonumber(ARGV[7]), tonumber(ARGV[6]) * requests) then
+    redis.call('HINCRBY', KEYS[1], bucket .. ':r', 1)
+    retries = retries + 1
+    granted = 1
+  end
+end
+redis.call('PEXPIRE', KEYS[1], bucketMs * (buckets + 1))
+return {granted, requests, retries}
+`,
+  },
 } as const;
 
 type ScriptName = keyof typeof scripts;
 type ScriptRedis = Redis & Record<ScriptName, (...args: (string | number)[]) => Promise<unknown>>;
 
-function withScripts(redis: Redis): ScriptRedis {
+/** Registers requeue's scripts on a connection (once) and returns it typed. */
+export function withScripts(redis: Redis): ScriptRedis {
   for (const [name, def] of Object.entries(scripts)) {
     if (!(name in redis)) redis.defineCommand(name, def);
   }

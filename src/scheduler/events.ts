@@ -20,6 +20,9 @@ export interface WorkerEvents {
   'breaker:opened': [event: { queue: string; key: string; halfOpenAt: number }];
   'breaker:half-open': [event: { queue: string; key: string }];
   'breaker:closed': [event: { queue: string; key: string }];
+  'budget:exhausted': [
+    event: { queue: string; jobId: string; action: 'delay-to-cap' | 'dead-letter' },
+  ];
   /** An error requeue could not hand to anyone else (lost connection, lost lock). */
   error: [error: Error];
 }

@@ -54,6 +54,8 @@ export const jobStateSchema = z.object({
   /** Breaker deferrals: they do not consume attempts (attempt = started − deferrals). */
   deferrals: z.number().int().default(0),
   replays: z.number().int().default(0),
+  /** Tokens the last retry took from the budget: a success gives them back. */
+  lastRetryCost: z.number().optional(),
   /** Set just before the job is copied to the DLQ: a crash after this resumes the move. */
   dead: z
     .object({ reason: z.enum(deadReasons), message: z.string(), deadAt: z.number() })

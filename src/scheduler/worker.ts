@@ -6,7 +6,20 @@ import { deadReasonOf } from '../errors/permanent-error.js';
 import { createLogger, type Logger } from '../config/logger.js';
 import { classifyError, describeError, parseClassifyOptions } from '../policy/classify/index.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
-import { decideFailure, type FailureDecision } from '../policy/decide.js';
+import { applyEmptyBudget, decideFailure, type FailureDecision } from '../policy/decide.js';
+import {
+  parseBreakerOptions,
+  type BreakerOptions,
+  type BreakerOptionsInput,
+} from '../policy/breaker/breaker-options.js';
+import {
+  parseBudgetOptions,
+  successRefund,
+  type BudgetOptions,
+  type BudgetOptionsInput,
+} from '../policy/budget/budget-options.js';
+import type { BreakerMessage } from '../redis/breaker-store.js';
+import { BreakerGate } from './breaker-gate.js';
 import {
   parseRetryPolicy,
   type RetryPolicy,
@@ -75,17 +88,23 @@ export interface WorkerOptions<T = unknown> {
    * Circuit breaker shared by every worker of the queue through Redis (see
    * `src/policy/breaker/`). Off unless given.
    */
-  breaker?: Record<string, unknown>;
-  /** A breaker per key (e.g. a webhook endpoint): an open key holds back only its own jobs. */
+  breaker?: BreakerOptionsInput;
+  /**
+   * A breaker per key (e.g. a webhook endpoint) instead of one for the queue:
+   * an open key holds back only its own jobs. `undefined` skips the breaker.
+   */
   breakerKey?: (job: RequeueJob<T>) => string | undefined;
   /** A retry budget shared in Redis (token bucket or ratio). Off unless given. */
-  budget?: Record<string, unknown>;
+  budget?: BudgetOptionsInput;
   /** Start processing at once. @defaultValue `true` */
   autorun?: boolean;
   logger?: Logger;
   clock?: Clock;
   random?: Random;
 }
+
+/** The breaker key of the queue-wide breaker (when no `breakerKey` is given). */
+export const queueBreakerKey = '__queue__';
 
 /** Thrown through BullMQ after requeue has itself moved the job to the DLQ. */
 class DeadLettered extends UnrecoverableError {}
@@ -106,6 +125,12 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private readonly random: Random;
   private readonly logger: Logger;
   private readonly closing = new AbortController();
+  readonly breakerOptions: BreakerOptions | undefined;
+  readonly budgetOptions: BudgetOptions | undefined;
+  readonly gate: BreakerGate;
+  private readonly started: Promise<void>;
+  private fetchPaused = false;
+  private resumeTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly name: string,
@@ -121,6 +146,21 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.policy = parseRetryPolicy(options.policy ?? {}, 'worker.policy');
     this.classifyOptions = parseClassifyOptions(options.classify ?? {});
     this.logger = (options.logger ?? createLogger()).child({ queue: name });
+    this.breakerOptions = options.breaker
+      ? parseBreakerOptions(options.breaker, 'worker.breaker')
+      : undefined;
+    this.budgetOptions = options.budget
+      ? parseBudgetOptions(options.budget, 'worker.budget')
+      : undefined;
+    this.gate = new BreakerGate({
+      redis,
+      queue: name,
+      ...(this.breakerOptions ? { breaker: this.breakerOptions } : {}),
+      ...(this.budgetOptions ? { budget: this.budgetOptions } : {}),
+      clock: this.clock,
+      logger: this.logger,
+      onTransition: (message) => this.onBreakerTransition(message),
+    });
     this.dlq = new DeadLetterQueue(name, {
       connection: redis,
       retention: options.retention,
@@ -129,7 +169,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.bull = new Worker(name, (job, token) => this.process(job, token), {
       connection: redis,
       concurrency: options.concurrency ?? 1,
-      autorun: options.autorun ?? true,
+      // Started once the breaker's cache is loaded (see below).
+      autorun: false,
       lockDuration: options.lockDurationMs ?? 30_000,
       stalledInterval: options.stalledIntervalMs ?? 30_000,
       // requeue counts crashed attempts itself (attemptsStarted) and dead-letters
@@ -144,6 +185,9 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         result,
       });
     });
+    this.started = this.gate.start();
+    if (options.autorun ?? true)
+      void this.run().catch((err) => this.logger.error({ err }, 'worker stopped'));
     this.bull.on('error', (err) => {
       this.logger.error({ err }, 'worker error');
       if (this.listenerCount('error') > 0) this.emit('error', err);
@@ -151,12 +195,14 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   }
 
   /** Starts processing (when created with `autorun: false`). */
-  run(): Promise<void> {
+  async run(): Promise<void> {
+    await this.started;
     return this.bull.run();
   }
 
-  /** Resolves when the worker is connected and ready. */
+  /** Resolves when the worker is connected, its breaker cache loaded, and ready. */
   async waitUntilReady(): Promise<void> {
+    await this.started;
     await this.bull.waitUntilReady();
   }
 
@@ -174,6 +220,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     });
     const outcome = await Promise.race([graceful.then(() => 'closed' as const), deadline]);
     clearTimeout(timer);
+    if (this.resumeTimer) clearTimeout(this.resumeTimer);
     if (outcome === 'timeout') {
       this.closing.abort();
       this.logger.warn(
@@ -182,6 +229,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       );
       await this.bull.close(true);
     }
+    await this.gate.close();
     await this.dlq.close();
     if (this.owned) this.redis.disconnect();
   }
@@ -249,11 +297,160 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       },
       bullJob: job,
     });
-    try {
-      return await this.handler(handle);
-    } catch (err) {
-      return this.onFailure(job, token, meta, state, policy, attempt, startedAt, err, details, log);
+    const breakerKey = this.breakerKeyOf(handle);
+    let probeId: string | undefined;
+    if (breakerKey !== undefined) {
+      const admission = await this.gate.check(breakerKey, `${job.id}:${job.attemptsStarted}`);
+      if (admission.kind === 'reject')
+        return this.defer(job, token, meta, state, attempt, breakerKey, admission.retryAt);
+      if (admission.kind === 'probe') probeId = admission.probeId;
     }
+    let result: R;
+    try {
+      result = await this.handler(handle);
+    } catch (err) {
+      return this.onFailure(
+        job,
+        token,
+        meta,
+        state,
+        policy,
+        attempt,
+        startedAt,
+        err,
+        details,
+        log,
+        breakerKey,
+        probeId,
+      );
+    }
+    if (breakerKey !== undefined)
+      void this.gate
+        .outcome(breakerKey, true, probeId)
+        .catch((err) => log.warn({ err }, 'breaker'));
+    if (this.budgetOptions)
+      this.gate.settle(successRefund(this.budgetOptions, attempt, state.lastRetryCost));
+    return result;
+  }
+
+  /** The breaker key of a job: the queue's own, or `breakerKey(job)`'s, or none. */
+  private breakerKeyOf(job: RequeueJob<T>): string | undefined {
+    if (!this.breakerOptions) return undefined;
+    return this.options.breakerKey ? this.options.breakerKey(job) : queueBreakerKey;
+  }
+
+  /**
+   * Puts a job back until its circuit may let it through, without consuming
+   * an attempt and without counting as a failure; bounded by `maxDeferrals`.
+   */
+  private async defer(
+    job: Job,
+    token: string,
+    meta: JobMeta,
+    state: JobState,
+    attempt: number,
+    key: string,
+    retryAt: number,
+  ): Promise<never> {
+    const now = this.clock.now();
+    state.deferrals += 1;
+    const max = this.breakerOptions?.maxDeferrals ?? Infinity;
+    if (state.deferrals > max) {
+      return this.deadLetter(
+        job,
+        token,
+        meta,
+        state,
+        'max-deferrals',
+        `circuit ${key} stayed open through ${max} deferrals`,
+        attempt - 1,
+      );
+    }
+    const delayMs = Math.max(0, retryAt - now);
+    const last = state.history.at(-1);
+    if (last?.outcome === 'deferred' && last.replay === state.replays) {
+      // Consecutive deferrals share one record, so an outage does not bloat the history.
+      last.details = { ...last.details, count: Number(last.details?.count ?? 1) + 1 };
+      last.retryAt = retryAt;
+      last.delayMs = delayMs;
+    } else {
+      state.history.push({
+        attempt,
+        replay: state.replays,
+        startedAt: now,
+        outcome: 'deferred',
+        decision: 'deferred',
+        delayMs,
+        retryAt,
+        details: { breakerKey: key, count: 1 },
+      });
+    }
+    if (key === queueBreakerKey) this.pauseFetching(retryAt);
+    try {
+      const backend = (job as unknown as { backend: JobBackend }).backend;
+      await backend.moveToDelayed(String(job.id), now, Math.round(delayMs), token, {
+        skipAttempt: true,
+        fieldsToUpdate: { rq: serializeJobState(state) },
+      });
+    } catch (err) {
+      this.logger.warn(
+        { err, jobId: job.id },
+        'could not defer the job; the job is back in the queue',
+      );
+    }
+    this.emit('job:deferred', { queue: this.name, jobId: String(job.id), untilMs: retryAt, key });
+    throw new DelayedError();
+  }
+
+  private onBreakerTransition(message: BreakerMessage): void {
+    const { key, state } = message;
+    const event = { queue: this.name, key };
+    if (state.phase === 'open') {
+      const halfOpenAt = state.halfOpenAt ?? Number.POSITIVE_INFINITY;
+      this.logger.warn(
+        {
+          key,
+          halfOpenAt: Number.isFinite(halfOpenAt)
+            ? new Date(halfOpenAt).toISOString()
+            : 'never (isolated)',
+          trips: state.trips,
+        },
+        'breaker opened',
+      );
+      this.emit('breaker:opened', { ...event, halfOpenAt });
+      if (key === queueBreakerKey && !this.options.breakerKey) this.pauseFetching(halfOpenAt);
+    } else if (state.phase === 'half-open') {
+      this.logger.info({ key }, 'breaker half-open');
+      this.emit('breaker:half-open', event);
+    } else {
+      this.logger.info({ key }, 'breaker closed');
+      this.emit('breaker:closed', event);
+      if (key === queueBreakerKey) this.resumeFetching();
+    }
+  }
+
+  /** Stops fetching jobs until `until` (or a transition says otherwise). */
+  private pauseFetching(until: number): void {
+    if (this.resumeTimer) clearTimeout(this.resumeTimer);
+    if (!this.fetchPaused) {
+      this.fetchPaused = true;
+      void this.bull.pause(true).catch((err) => this.logger.warn({ err }, 'could not pause'));
+    }
+    if (Number.isFinite(until)) {
+      this.resumeTimer = setTimeout(
+        () => this.resumeFetching(),
+        Math.max(0, until - this.clock.now()),
+      );
+      this.resumeTimer.unref();
+    }
+  }
+
+  private resumeFetching(): void {
+    if (this.resumeTimer) clearTimeout(this.resumeTimer);
+    this.resumeTimer = undefined;
+    if (!this.fetchPaused || this.bull.closing) return;
+    this.fetchPaused = false;
+    void this.bull.resume();
   }
 
   private async loadState(job: Job, meta: JobMeta): Promise<JobState> {
@@ -293,11 +490,24 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     err: unknown,
     details: Record<string, unknown> | undefined,
     log: Logger,
+    breakerKey: string | undefined,
+    probeId: string | undefined,
   ): Promise<never> {
     const now = this.clock.now();
     const classification = classifyError(err, this.classifyOptions, now);
+    if (breakerKey !== undefined) {
+      // Only failures that speak of the dependency's health count; a probe that
+      // got a permanent answer shows the dependency is answering.
+      const healthy = classification.kind === 'permanent';
+      if (!healthy || probeId !== undefined) {
+        void this.gate
+          .outcome(breakerKey, healthy, probeId)
+          .catch((e) => log.warn({ err: e }, 'breaker'));
+      }
+    }
+    this.gate.settle(0);
     const firstFailedAt = state.firstFailedAt ?? startedAt;
-    const decision: FailureDecision = decideFailure({
+    let decision: FailureDecision = decideFailure({
       classification,
       policy,
       attemptsMade: attempt,
@@ -306,6 +516,22 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       now,
       random: this.random,
     });
+    if (decision.action === 'retry' && this.budgetOptions) {
+      const { granted, cost } = await this.gate.takeRetry(
+        classification.kind === 'retry' && classification.timeout,
+      );
+      if (granted) {
+        state.lastRetryCost = cost;
+      } else {
+        decision = applyEmptyBudget(decision, policy, now, this.budgetOptions.onEmpty);
+        log.warn({ onEmpty: this.budgetOptions.onEmpty }, 'retry budget empty');
+        this.emit('budget:exhausted', {
+          queue: this.name,
+          jobId: String(job.id),
+          action: this.budgetOptions.onEmpty,
+        });
+      }
+    }
     const error = describeError(err);
     const record: AttemptRecord = {
       attempt,

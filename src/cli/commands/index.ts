@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerBreaker } from './breaker.js';
 import { registerDlq } from './dlq.js';
 import { registerEnqueue } from './enqueue.js';
 import { registerPlan } from './plan.js';
@@ -12,4 +13,5 @@ export function registerCommands(program: Command): void {
   registerEnqueue(program);
   registerStats(program);
   registerDlq(program);
+  registerBreaker(program);
 }

@@ -2,7 +2,9 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { createLogger } from '../../config/logger.js';
-import type { RetryPolicyInput } from '../../policy/retry-policy.js';
+import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
+import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
+import { parseRetryPolicy } from '../../policy/retry-policy.js';
 import { createWorker, type Handler } from '../../scheduler/worker.js';
 import { CliUsageError, parseJsonFlag, parseNumberFlag } from '../cli-error.js';
 import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
@@ -20,6 +22,11 @@ export function registerWorker(program: Command): void {
       )
       .option('--concurrency <n>', 'jobs at once', '1')
       .option('--policy <json>', 'retry policy for jobs that bring none, as JSON')
+      .option(
+        '--breaker <json>',
+        'circuit breaker shared by the workers, e.g. {"failureRate":0.5,"openMs":3000}',
+      )
+      .option('--budget <json>', 'retry budget, e.g. {"kind":"token-bucket","capacity":500}')
       .option('--shutdown-timeout-ms <ms>', 'on SIGTERM, wait this long for active jobs', '30000')
       .option(
         '--lock-duration-ms <ms>',
@@ -41,7 +48,10 @@ export function registerWorker(program: Command): void {
     const policy =
       opts.policy === undefined
         ? undefined
-        : (parseJsonFlag('--policy', opts.policy) as RetryPolicyInput);
+        : parseRetryPolicy(parseJsonFlag('--policy', opts.policy), '--policy');
+    const breaker =
+      opts.breaker === undefined ? undefined : parseJsonFlag('--breaker', opts.breaker);
+    const budget = opts.budget === undefined ? undefined : parseJsonFlag('--budget', opts.budget);
     const handler = await loadHandler(opts.handler);
     const logger = createLogger();
     const worker = createWorker(queue, handler, {
@@ -51,6 +61,8 @@ export function registerWorker(program: Command): void {
       stalledIntervalMs: Math.max(100, Math.round(lockDurationMs / 2)),
       logger,
       ...(policy !== undefined ? { policy } : {}),
+      ...(breaker !== undefined ? { breaker: parseBreakerOptions(breaker, '--breaker') } : {}),
+      ...(budget !== undefined ? { budget: parseBudgetOptions(budget, '--budget') } : {}),
     });
     await worker.waitUntilReady();
     logger.info({ queue, concurrency, policy: worker.policy }, 'worker started');

@@ -1,0 +1,136 @@
+import type { Command } from 'commander';
+import { Redis } from 'ioredis';
+import { systemClock } from '../../util/system.js';
+import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
+import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
+import { BreakerStore, type BreakerStatus } from '../../redis/breaker-store.js';
+import { BudgetStore, type BudgetStatus } from '../../redis/budget-store.js';
+import { queueBreakerKey } from '../../scheduler/worker.js';
+import { parseJsonFlag } from '../cli-error.js';
+import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+import { printTable } from '../table.js';
+
+interface BreakerFlags {
+  redis?: string;
+  key?: string;
+  breaker?: string;
+  budget?: string;
+  json?: boolean;
+}
+
+/** `requeue breaker status|open|close <queue> [--key K]` */
+export function registerBreaker(program: Command): void {
+  const breaker = program
+    .command('breaker')
+    .description("Show and control the circuit breaker shared by a queue's workers");
+
+  common(breaker.command('status').description('State, window and budget of each breaker key'))
+    .option('--json', 'print {"breakers": [...], "budget": {...}} as JSON')
+    .action(async (queue: string, opts: BreakerFlags) => {
+      await withStores(queue, opts, async (store, budget) => {
+        const now = systemClock.now();
+        const keys = opts.key !== undefined ? [opts.key] : await store.knownKeys();
+        const statuses: BreakerStatus[] = [];
+        for (const key of keys.length > 0 ? keys : [queueBreakerKey])
+          statuses.push(await store.status(key, now));
+        const budgetStatus: BudgetStatus = await budget.status(now);
+        if (opts.json) {
+          process.stdout.write(
+            JSON.stringify({ queue, breakers: statuses.map(statusJson), budget: budgetStatus }) +
+              '\n',
+          );
+          return;
+        }
+        printTable(
+          ['KEY', 'STATE', 'FAILURES/TOTAL', 'RATE', 'OPENED AT', 'HALF-OPEN AT', 'PROBES'],
+          statuses.map((s) => [
+            s.key,
+            s.state.isolated ? 'open (isolated)' : s.state.phase,
+            `${s.window.failures}/${s.window.total}`,
+            `${(s.window.failureRate * 100).toFixed(0)}%`,
+            s.state.openedAt ? new Date(s.state.openedAt).toISOString() : '',
+            s.state.halfOpenAt && s.state.phase === 'open'
+              ? new Date(s.state.halfOpenAt).toISOString()
+              : '',
+            String(Object.keys(s.state.probes).length),
+          ]),
+        );
+        process.stdout.write(
+          budgetStatus.kind === 'token-bucket'
+            ? `budget: ${budgetStatus.tokens}/${budgetStatus.capacity} tokens (${budgetStatus.denied} retries denied)\n`
+            : `budget: ${budgetStatus.retries} retries / ${budgetStatus.requests} requests in the last ${budgetStatus.windowMs} ms (ratio ${budgetStatus.ratio})\n`,
+        );
+      });
+    });
+
+  common(
+    breaker.command('open').description('Force the circuit open (isolate) until closed by hand'),
+  ).action(async (queue: string, opts: BreakerFlags) => {
+    await withStores(queue, opts, async (store) => {
+      await store.forceOpen(opts.key ?? queueBreakerKey, systemClock.now());
+      process.stdout.write(`opened ${queue}/${opts.key ?? queueBreakerKey} (isolated)\n`);
+    });
+  });
+
+  common(
+    breaker.command('close').description('Force the circuit closed (reset) and clear its window'),
+  )
+    .option('--reset-budget', 'also refill the retry budget')
+    .action(async (queue: string, opts: BreakerFlags & { resetBudget?: boolean }) => {
+      await withStores(queue, opts, async (store, budget) => {
+        await store.forceClose(opts.key ?? queueBreakerKey);
+        if (opts.resetBudget) await budget.reset();
+        process.stdout.write(`closed ${queue}/${opts.key ?? queueBreakerKey}\n`);
+      });
+    });
+}
+
+function common(command: Command): Command {
+  return withRedisOption(
+    command
+      .argument('<queue>', 'queue name')
+      .option('--key <key>', `breaker key (default: the queue's own, "${queueBreakerKey}")`)
+      .option('--breaker <json>', "the workers' breaker options, for the window's length")
+      .option('--budget <json>', "the workers' budget options, for its capacity"),
+  );
+}
+
+async function withStores(
+  queue: string,
+  opts: BreakerFlags,
+  fn: (store: BreakerStore, budget: BudgetStore) => Promise<void>,
+): Promise<void> {
+  const breakerOptions = parseBreakerOptions(
+    opts.breaker ? parseJsonFlag('--breaker', opts.breaker) : {},
+    '--breaker',
+  );
+  const budgetOptions = parseBudgetOptions(
+    opts.budget ? parseJsonFlag('--budget', opts.budget) : {},
+    '--budget',
+  );
+  const redis = new Redis(redisUrlFrom(opts), { maxRetriesPerRequest: 2 });
+  try {
+    await fn(
+      new BreakerStore(redis, queue, breakerOptions),
+      new BudgetStore(redis, queue, budgetOptions),
+    );
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function statusJson(s: BreakerStatus) {
+  return {
+    key: s.key,
+    state: s.state.phase,
+    isolated: Boolean(s.state.isolated),
+    failureRate: s.window.failureRate,
+    failures: s.window.failures,
+    total: s.window.total,
+    consecutiveFailures: s.window.consecutiveFailures,
+    openedAt: s.state.openedAt ?? null,
+    halfOpenAt: s.state.phase === 'open' ? (s.state.halfOpenAt ?? null) : null,
+    probesInFlight: Object.keys(s.state.probes).length,
+    trips: s.state.trips,
+  };
+}

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { parseConfig } from '../../config/env.js';
+
+const positiveMs = z.number().int().positive();
+
+/**
+ * Options of the circuit breaker shared by a queue's workers, with their
+ * defaults in one place.
+ */
+export const breakerOptionsSchema = z
+  .strictObject({
+    /** Open when failures / total in the window reach this. @defaultValue `0.5` */
+    failureRate: z.number().gt(0).max(1).default(0.5),
+    /** …and the window holds at least this many outcomes. @defaultValue `10` */
+    minimumRequests: z.number().int().min(1).default(10),
+    /** The sliding window's length. @defaultValue `10_000` */
+    windowMs: positiveMs.default(10_000),
+    /** The window is kept in this many buckets. @defaultValue `10` */
+    buckets: z.number().int().min(1).max(600).default(10),
+    /** Also open after this many failures in a row, if set. */
+    consecutiveFailures: z.number().int().min(1).optional(),
+    /** How long the circuit stays open before probing. @defaultValue `30_000` */
+    openMs: positiveMs.default(30_000),
+    /** Each repeated trip multiplies the open time by this (1: constant). @defaultValue `1` */
+    openFactor: z.number().min(1).default(1),
+    /** The open time never exceeds this. @defaultValue `300_000` */
+    maxOpenMs: positiveMs.default(300_000),
+    /** Trial jobs let through, fleet-wide, while half-open. @defaultValue `1` */
+    halfOpenProbes: z.number().int().min(1).default(1),
+    /** A probe that reports nothing for this long frees its slot (its worker died). @defaultValue `30_000` */
+    probeTimeoutMs: positiveMs.default(30_000),
+    /** A job turned away while half-open waits this long before it asks again. @defaultValue `1_000` */
+    halfOpenRetryMs: positiveMs.default(1_000),
+    /** A job is deferred at most this many times, then dead-lettered (`max-deferrals`). @defaultValue `1_000` */
+    maxDeferrals: z.number().int().min(1).default(1_000),
+    /** Outcomes are sent to Redis at least this often. @defaultValue `100` */
+    flushIntervalMs: positiveMs.default(100),
+    /** …or as soon as this many are waiting. @defaultValue `64` */
+    flushSize: z.number().int().min(1).default(64),
+  })
+  .refine((o) => o.maxOpenMs >= o.openMs, {
+    message: 'maxOpenMs must be ≥ openMs',
+    path: ['maxOpenMs'],
+  });
+
+export type BreakerOptions = z.output<typeof breakerOptionsSchema>;
+export type BreakerOptionsInput = z.input<typeof breakerOptionsSchema>;
+
+/** Validates breaker options; errors name the field (`breaker.failureRate: …`). */
+export function parseBreakerOptions(input: unknown, label = 'breaker'): BreakerOptions {
+  return parseConfig(breakerOptionsSchema, input, label);
+}

@@ -1,0 +1,201 @@
+import { computeDelay } from '../backoff/index.js';
+import type { BreakerOptions } from './breaker-options.js';
+
+/**
+ * The circuit breaker as a pure state machine. The Redis adapter
+ * (`src/redis/breaker-store.ts`) reads a state, asks these functions for the
+ * next one, and writes it back with a compare-and-set, so that every worker of
+ * the fleet sees one transition however many race for it.
+ * @see cockatiel's `CircuitBreakerPolicy` for the states; seed 001 for why.
+ */
+
+export type BreakerPhase = 'closed' | 'open' | 'half-open';
+
+export interface BreakerState {
+  phase: BreakerPhase;
+  /** When the circuit last opened. */
+  openedAt?: number;
+  /** When an open circuit starts letting probes through; absent while isolated. */
+  halfOpenAt?: number;
+  /** Trips since the circuit was last closed: the open time grows with them. */
+  trips: number;
+  /** Probes in flight: probe id → when its lease ends. */
+  probes: Record<string, number>;
+  /** Probes that succeeded in this half-open period. */
+  probeSuccesses: number;
+  /** Set by a manual `open` (isolate): no probe until a manual `close`. */
+  isolated?: boolean;
+}
+
+/** The outcomes a window holds. */
+export interface WindowStats {
+  total: number;
+  failures: number;
+  /** Failures in a row, ending now. */
+  consecutiveFailures: number;
+}
+
+/** A transition, for events and logs. */
+export type BreakerTransition = 'opened' | 'half-open' | 'closed';
+
+export interface Step<V = undefined> {
+  state: BreakerState;
+  transition?: BreakerTransition;
+  verdict: V;
+}
+
+/** What a worker may do with a job, by the breaker. */
+export type Admission =
+  { kind: 'allow' } | { kind: 'probe'; probeId: string } | { kind: 'reject'; retryAt: number };
+
+export function closedState(): BreakerState {
+  return { phase: 'closed', trips: 0, probes: {}, probeSuccesses: 0 };
+}
+
+/**
+ * How long the circuit stays open after its `trips`-th trip (1-based): the
+ * exponential backoff strategy with `openMs` as base, `openFactor` as factor
+ * (1 keeps it constant) and `maxOpenMs` as cap.
+ */
+export function openDuration(trips: number, options: BreakerOptions): number {
+  return computeDelay(
+    {
+      strategy: 'exponential',
+      baseMs: options.openMs,
+      capMs: options.maxOpenMs,
+      factor: options.openFactor,
+      jitter: 0,
+      randomMs: 0,
+    },
+    { retry: Math.max(0, trips - 1), random: noRandom },
+  );
+}
+
+/** The exponential strategy draws no random number. */
+const noRandom = (): number => 0;
+
+function open(state: BreakerState, now: number, options: BreakerOptions): BreakerState {
+  const trips = state.trips + 1;
+  return {
+    phase: 'open',
+    openedAt: now,
+    halfOpenAt: now + openDuration(trips, options),
+    trips,
+    probes: {},
+    probeSuccesses: 0,
+  };
+}
+
+/** Whether a closed circuit's window calls for it to open. */
+export function shouldTrip(stats: WindowStats, options: BreakerOptions): boolean {
+  if (
+    options.consecutiveFailures !== undefined &&
+    stats.consecutiveFailures >= options.consecutiveFailures
+  ) {
+    return true;
+  }
+  return (
+    stats.total >= options.minimumRequests && stats.failures / stats.total >= options.failureRate
+  );
+}
+
+/** A closed circuit looks at its window; only a closed one can trip this way. */
+export function onWindow(
+  state: BreakerState,
+  stats: WindowStats,
+  now: number,
+  options: BreakerOptions,
+): Step {
+  if (state.phase !== 'closed' || !shouldTrip(stats, options)) return { state, verdict: undefined };
+  return { state: open(state, now, options), transition: 'opened', verdict: undefined };
+}
+
+/**
+ * May a job run now? Closed: yes. Open: not before the half-open time. Half
+ * open: as a probe while fewer than `halfOpenProbes` are in flight fleet-wide
+ * (an expired lease frees its slot); otherwise come back later.
+ */
+export function admit(
+  state: BreakerState,
+  now: number,
+  probeId: string,
+  options: BreakerOptions,
+): Step<Admission> {
+  if (state.phase === 'closed') return { state, verdict: { kind: 'allow' } };
+  let next = state;
+  let transition: BreakerTransition | undefined;
+  if (state.phase === 'open') {
+    if (state.isolated || state.halfOpenAt === undefined || now < state.halfOpenAt) {
+      return {
+        state,
+        verdict: { kind: 'reject', retryAt: state.halfOpenAt ?? now + options.halfOpenRetryMs },
+      };
+    }
+    next = { ...state, phase: 'half-open', probes: {}, probeSuccesses: 0 };
+    transition = 'half-open';
+  }
+  const live = Object.fromEntries(Object.entries(next.probes).filter(([, until]) => until > now));
+  if (Object.keys(live).length + next.probeSuccesses >= options.halfOpenProbes) {
+    const retryAt = now + options.halfOpenRetryMs;
+    return {
+      state: { ...next, probes: live },
+      ...(transition ? { transition } : {}),
+      verdict: { kind: 'reject', retryAt },
+    };
+  }
+  live[probeId] = now + options.probeTimeoutMs;
+  return {
+    state: { ...next, probes: live },
+    ...(transition ? { transition } : {}),
+    verdict: { kind: 'probe', probeId },
+  };
+}
+
+/**
+ * A probe's result: a failure opens the circuit again (for longer if the
+ * open time grows); `halfOpenProbes` successes close it.
+ */
+export function onProbeResult(
+  state: BreakerState,
+  probeId: string,
+  success: boolean,
+  now: number,
+  options: BreakerOptions,
+): Step {
+  if (state.phase !== 'half-open' || !(probeId in state.probes))
+    return { state, verdict: undefined };
+  if (!success)
+    return { state: open(state, now, options), transition: 'opened', verdict: undefined };
+  const probes = { ...state.probes };
+  delete probes[probeId];
+  const probeSuccesses = state.probeSuccesses + 1;
+  if (probeSuccesses >= options.halfOpenProbes)
+    return { state: closedState(), transition: 'closed', verdict: undefined };
+  return { state: { ...state, probes, probeSuccesses }, verdict: undefined };
+}
+
+/** Manual isolate: open until closed by hand. */
+export function forceOpen(state: BreakerState, now: number): Step {
+  const next: BreakerState = {
+    phase: 'open',
+    openedAt: now,
+    trips: state.trips,
+    probes: {},
+    probeSuccesses: 0,
+    isolated: true,
+  };
+  return {
+    state: next,
+    ...(state.phase !== 'open' ? { transition: 'opened' as const } : {}),
+    verdict: undefined,
+  };
+}
+
+/** Manual reset: closed, with a clean slate. */
+export function forceClose(state: BreakerState): Step {
+  return {
+    state: closedState(),
+    ...(state.phase !== 'closed' ? { transition: 'closed' as const } : {}),
+    verdict: undefined,
+  };
+}

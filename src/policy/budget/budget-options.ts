@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { parseConfig } from '../../config/env.js';
+
+/** What happens to a retry when the budget is empty: it is never dropped. */
+const onEmpty = z.enum(['delay-to-cap', 'dead-letter']).default('delay-to-cap');
+
+/**
+ * The AWS SDK's retry quota: a token bucket shared by the queue's workers.
+ * @see seed 001, "retry budget / token bucket"; the AWS SDK's standard retry mode
+ */
+export const tokenBucketSchema = z.strictObject({
+  kind: z.literal('token-bucket'),
+  /** Tokens when full. @defaultValue `500` */
+  capacity: z.number().int().positive().default(500),
+  /** Tokens a retry costs. @defaultValue `5` */
+  retryCost: z.number().int().min(0).default(5),
+  /** Tokens a retry caused by a timeout costs. @defaultValue `10` */
+  timeoutCost: z.number().int().min(0).default(10),
+  /** Tokens a first-attempt success gives back. @defaultValue `1` */
+  successRefund: z.number().int().min(0).default(1),
+  /** @defaultValue `delay-to-cap` */
+  onEmpty,
+});
+
+/**
+ * The SRE book's rule: retries stay under a fraction of requests over a
+ * sliding window.
+ */
+export const ratioBudgetSchema = z.strictObject({
+  kind: z.literal('ratio'),
+  /** Retries allowed per request. @defaultValue `0.1` */
+  ratio: z.number().gt(0).max(1).default(0.1),
+  /** The window's length. @defaultValue `10_000` */
+  windowMs: z.number().int().positive().default(10_000),
+  /** Retries always allowed per window, so a quiet queue can still retry. @defaultValue `10` */
+  minRetries: z.number().int().min(0).default(10),
+  /** @defaultValue `delay-to-cap` */
+  onEmpty,
+});
+
+export const budgetOptionsSchema = z.preprocess(
+  (input) =>
+    input && typeof input === 'object' && !('kind' in input)
+      ? { kind: 'token-bucket', ...input }
+      : input,
+  z.discriminatedUnion('kind', [tokenBucketSchema, ratioBudgetSchema]),
+);
+
+export type BudgetOptions = z.output<typeof budgetOptionsSchema>;
+export type BudgetOptionsInput =
+  z.input<typeof tokenBucketSchema> | z.input<typeof ratioBudgetSchema>;
+
+/** Validates budget options; errors name the field (`budget.capacity: …`). */
+export function parseBudgetOptions(input: unknown, label = 'budget'): BudgetOptions {
+  return parseConfig(budgetOptionsSchema, input, label);
+}
+
+/** Tokens a retry costs: more when a timeout caused it (a timeout ties up the dependency longer). */
+export function retryCost(options: BudgetOptions, timeout: boolean): number {
+  if (options.kind !== 'token-bucket') return 1;
+  return timeout ? options.timeoutCost : options.retryCost;
+}
+
+/**
+ * Tokens a success gives back: a first-attempt success refunds a little, a
+ * successful retry refunds what it cost.
+ */
+export function successRefund(
+  options: BudgetOptions,
+  attempt: number,
+  lastRetryCost: number | undefined,
+): number {
+  if (options.kind !== 'token-bucket') return 0;
+  return attempt <= 1 ? options.successRefund : (lastRetryCost ?? options.retryCost);
+}

@@ -1,0 +1,225 @@
+import type { Redis } from 'ioredis';
+import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
+import {
+  admit,
+  closedState,
+  forceClose,
+  forceOpen,
+  onProbeResult,
+  onWindow,
+  type Admission,
+  type BreakerState,
+  type BreakerTransition,
+  type Step,
+  type WindowStats,
+} from '../policy/breaker/breaker.js';
+import { requeueKeys } from './keys.js';
+import { withScripts } from './scripts.js';
+
+/** A breaker transition as published to every worker. */
+export interface BreakerMessage {
+  key: string;
+  transition: BreakerTransition;
+  state: BreakerState;
+}
+
+/** A batch of outcomes for one key. */
+export interface OutcomeBatch {
+  successes: number;
+  failures: number;
+  /** Failures after the last success of the batch (all of them if none succeeded). */
+  trailingFailures: number;
+}
+
+/** What `requeue breaker status` shows for one key. */
+export interface BreakerStatus {
+  key: string;
+  state: BreakerState;
+  window: WindowStats & { failureRate: number };
+}
+
+const maxCasAttempts = 8;
+
+/**
+ * Keeps breakers in Redis. Each change reads the state, asks the pure state
+ * machine (`src/policy/breaker/breaker.ts`) for the next one, and writes it
+ * with a compare-and-set script that also publishes the transition: two
+ * workers racing make one transition, and probes are never over-admitted.
+ */
+export class BreakerStore {
+  private readonly keys;
+  private readonly redis;
+
+  constructor(
+    redis: Redis,
+    readonly queue: string,
+    private readonly options: BreakerOptions,
+  ) {
+    this.redis = withScripts(redis);
+    this.keys = requeueKeys(queue);
+  }
+
+  get channel(): string {
+    return this.keys.breakerChannel;
+  }
+
+  async read(key: string): Promise<{ state: BreakerState; version: number }> {
+    const [raw, version] = await this.redis.hmget(this.keys.breaker(key), 's', 'v');
+    return { state: parseState(raw), version: Number(version ?? 0) };
+  }
+
+  /** Adds outcomes to the window and trips the breaker if the window calls for it. */
+  async record(key: string, batch: OutcomeBatch, now: number): Promise<BreakerMessage | undefined> {
+    const bucketMs = Math.max(1, Math.floor(this.options.windowMs / this.options.buckets));
+    const [total, failures, consecutiveFailures, raw, version] =
+      (await this.redis.requeueBreakerRecord(
+        this.keys.breakerWindow(key),
+        this.keys.breaker(key),
+        this.keys.breakerKnownKeys,
+        now,
+        bucketMs,
+        this.options.buckets,
+        batch.successes + batch.failures,
+        batch.failures,
+        batch.trailingFailures,
+        batch.successes > 0 ? 1 : 0,
+        key,
+      )) as [number, number, number, string, number];
+    const stats: WindowStats = { total, failures, consecutiveFailures };
+    const first = { state: parseState(raw), version: Number(version) };
+    const { message } = await this.change(
+      key,
+      (state) => onWindow(state, stats, now, this.options),
+      first,
+    );
+    return message;
+  }
+
+  /** Asks whether a job may run now; may move open → half-open and take a probe slot. */
+  async admit(
+    key: string,
+    probeId: string,
+    now: number,
+  ): Promise<{ admission: Admission; message?: BreakerMessage }> {
+    const { verdict, message } = await this.change(key, (state) =>
+      admit(state, now, probeId, this.options),
+    );
+    return { admission: verdict, ...(message ? { message } : {}) };
+  }
+
+  /** Reports a probe's result: closes or reopens the circuit. */
+  async probeResult(
+    key: string,
+    probeId: string,
+    success: boolean,
+    now: number,
+  ): Promise<BreakerMessage | undefined> {
+    const { message } = await this.change(key, (state) =>
+      onProbeResult(state, probeId, success, now, this.options),
+    );
+    return message;
+  }
+
+  /** Isolates a key: open until closed by hand. */
+  async forceOpen(key: string, now: number): Promise<BreakerMessage | undefined> {
+    return (await this.change(key, (state) => forceOpen(state, now))).message;
+  }
+
+  /** Resets a key: closed, window cleared. */
+  async forceClose(key: string): Promise<BreakerMessage | undefined> {
+    return (await this.change(key, (state) => forceClose(state), undefined, true)).message;
+  }
+
+  /** Keys whose breaker is not closed, with their states. */
+  async openBreakers(): Promise<Map<string, BreakerState>> {
+    const keys = await this.redis.smembers(this.keys.breakerOpenKeys);
+    const out = new Map<string, BreakerState>();
+    for (const key of keys) out.set(key, (await this.read(key)).state);
+    return out;
+  }
+
+  /** Every key that has recorded outcomes or been set by hand. */
+  async knownKeys(): Promise<string[]> {
+    const [known, open] = await Promise.all([
+      this.redis.smembers(this.keys.breakerKnownKeys),
+      this.redis.smembers(this.keys.breakerOpenKeys),
+    ]);
+    return [...new Set([...known, ...open])].sort();
+  }
+
+  /** State and window of one key, for status displays. */
+  async status(key: string, now: number): Promise<BreakerStatus> {
+    const { state } = await this.read(key);
+    const [total, failures, consecutiveFailures] = (await this.redis.requeueBreakerRecord(
+      this.keys.breakerWindow(key),
+      this.keys.breaker(key),
+      this.keys.breakerKnownKeys,
+      now,
+      Math.max(1, Math.floor(this.options.windowMs / this.options.buckets)),
+      this.options.buckets,
+      0,
+      0,
+      0,
+      0,
+      key,
+    )) as [number, number, number];
+    return {
+      key,
+      state,
+      window: {
+        total,
+        failures,
+        consecutiveFailures,
+        failureRate: total > 0 ? failures / total : 0,
+      },
+    };
+  }
+
+  /**
+   * Read, step, compare-and-set; again on a lost race. A step that changes
+   * nothing writes nothing.
+   */
+  private async change<V>(
+    key: string,
+    step: (state: BreakerState) => Step<V>,
+    first?: { state: BreakerState; version: number },
+    clearWindow = false,
+  ): Promise<{ verdict: V; message?: BreakerMessage }> {
+    let current = first ?? (await this.read(key));
+    for (let attempt = 0; attempt < maxCasAttempts; attempt += 1) {
+      const next = step(current.state);
+      if (!clearWindow && JSON.stringify(next.state) === JSON.stringify(current.state)) {
+        return { verdict: next.verdict };
+      }
+      const message = next.transition
+        ? { key, transition: next.transition, state: next.state }
+        : undefined;
+      const written = await this.redis.requeueBreakerCas(
+        this.keys.breaker(key),
+        this.keys.breakerWindow(key),
+        this.keys.breakerOpenKeys,
+        current.version,
+        JSON.stringify(next.state),
+        next.state.phase,
+        key,
+        this.keys.breakerChannel,
+        message ? JSON.stringify(message) : '',
+        clearWindow || next.transition === 'closed' ? 1 : 0,
+      );
+      if (written === 1) return { verdict: next.verdict, ...(message ? { message } : {}) };
+      current = await this.read(key);
+    }
+    throw new Error(
+      `breaker ${this.queue}/${key}: too much contention, gave up after ${maxCasAttempts} tries`,
+    );
+  }
+}
+
+function parseState(raw: string | null | undefined): BreakerState {
+  if (!raw) return closedState();
+  try {
+    return { ...closedState(), ...(JSON.parse(raw) as BreakerState) };
+  } catch {
+    return closedState();
+  }
+}

@@ -1,0 +1,242 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../config/logger.js';
+import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
+import type { Admission, BreakerState } from '../policy/breaker/breaker.js';
+import { retryCost, type BudgetOptions } from '../policy/budget/budget-options.js';
+import { BreakerStore, type BreakerMessage, type OutcomeBatch } from '../redis/breaker-store.js';
+import { BudgetStore } from '../redis/budget-store.js';
+import type { Clock } from '../util/system.js';
+
+export interface BreakerGateOptions {
+  redis: Redis;
+  queue: string;
+  breaker?: BreakerOptions;
+  budget?: BudgetOptions;
+  clock: Clock;
+  logger: Logger;
+  /** Called for every transition any worker makes, this one included. */
+  onTransition: (message: BreakerMessage) => void;
+}
+
+type Pending = OutcomeBatch;
+
+/**
+ * A worker's view of the shared breaker and budget. Cheap when healthy: a
+ * closed circuit is known from a local cache kept current by pub/sub, so
+ * admitting a job costs no round trip, and outcomes go to Redis in batches.
+ * Only an open circuit past its half-open time, and probes, ask Redis.
+ */
+export class BreakerGate {
+  readonly breakers: BreakerStore | undefined;
+  readonly budget: BudgetStore | undefined;
+  private readonly cache = new Map<string, BreakerState>();
+  private readonly pending = new Map<string, Pending>();
+  private pendingCount = 0;
+  private refund = 0;
+  private requests = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private subscriber: Redis | undefined;
+  private refreshTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: BreakerGateOptions) {
+    if (options.breaker)
+      this.breakers = new BreakerStore(options.redis, options.queue, options.breaker);
+    if (options.budget) this.budget = new BudgetStore(options.redis, options.queue, options.budget);
+  }
+
+  /** Subscribes to transitions and loads the circuits that are not closed. */
+  async start(): Promise<void> {
+    if (!this.breakers) return;
+    const subscriber = this.options.redis.duplicate();
+    this.subscriber = subscriber;
+    subscriber.on('message', (_channel: string, raw: string) => {
+      try {
+        this.apply(JSON.parse(raw) as BreakerMessage);
+      } catch (err) {
+        this.options.logger.warn({ err }, 'unreadable breaker message');
+      }
+    });
+    // A message lost while reconnecting would leave the cache stale: reload then.
+    subscriber.on('ready', () => void this.reload());
+    await subscriber.subscribe(this.breakers.channel);
+    await this.reload();
+    // And now and then anyway, in case a transition happened while we were away.
+    this.refreshTimer = setInterval(() => void this.reload(), 5_000);
+    this.refreshTimer.unref();
+  }
+
+  /** The cached state of a key (undefined: closed, as far as this worker knows). */
+  stateOf(key: string): BreakerState | undefined {
+    return this.cache.get(key);
+  }
+
+  /** May a job of `key` run? Closed circuits answer from the cache. */
+  async check(key: string, probeId: string): Promise<Admission> {
+    if (!this.breakers) return { kind: 'allow' };
+    const cached = this.cache.get(key);
+    if (!cached || cached.phase === 'closed') return { kind: 'allow' };
+    const now = this.options.clock.now();
+    if (
+      cached.phase === 'open' &&
+      (cached.isolated || (cached.halfOpenAt !== undefined && now < cached.halfOpenAt))
+    ) {
+      return {
+        kind: 'reject',
+        retryAt: cached.halfOpenAt ?? now + (this.options.breaker?.halfOpenRetryMs ?? 1_000),
+      };
+    }
+    const { admission, message } = await this.breakers.admit(key, probeId, now);
+    if (message) this.apply(message);
+    return admission;
+  }
+
+  /**
+   * Records an attempt's outcome for `key`'s window. A probe's result is
+   * sent at once (it decides the circuit); others wait for the next batch.
+   */
+  async outcome(key: string, success: boolean, probeId?: string): Promise<void> {
+    if (!this.breakers) return;
+    if (probeId !== undefined) {
+      const message = await this.breakers.probeResult(
+        key,
+        probeId,
+        success,
+        this.options.clock.now(),
+      );
+      if (message) this.apply(message);
+      return;
+    }
+    const entry = this.pending.get(key) ?? { successes: 0, failures: 0, trailingFailures: 0 };
+    if (success) {
+      entry.successes += 1;
+      entry.trailingFailures = 0;
+    } else {
+      entry.failures += 1;
+      entry.trailingFailures += 1;
+    }
+    this.pending.set(key, entry);
+    this.pendingCount += 1;
+    // Successes wait for the batch; a failure goes out at once (with whatever is
+    // pending), so that a failing dependency trips the breaker after a handful of
+    // calls, not after a batch interval's worth of them.
+    if (success) this.schedule();
+    else void this.flush();
+  }
+
+  /** Takes a retry from the budget; true when granted (or when there is no budget). */
+  async takeRetry(timeout: boolean): Promise<{ granted: boolean; cost: number }> {
+    if (!this.budget) return { granted: true, cost: 0 };
+    const cost = retryCost(this.budget.options, timeout);
+    const granted = await this.budget.take(cost, this.options.clock.now());
+    return { granted, cost: granted ? cost : 0 };
+  }
+
+  /** Notes a finished attempt for the budget: a refund on success, a request for the ratio. */
+  settle(refund: number): void {
+    if (!this.budget) return;
+    this.refund += refund;
+    this.requests += 1;
+    this.pendingCount += 1;
+    this.schedule();
+  }
+
+  /** Sends what is pending now. */
+  flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    const batch = [...this.pending];
+    const refund = this.refund;
+    const requests = this.requests;
+    this.pending.clear();
+    this.pendingCount = 0;
+    this.refund = 0;
+    this.requests = 0;
+    if (batch.length === 0 && refund === 0 && requests === 0) return this.flushing;
+    this.flushing = this.flushing.then(async () => {
+      const now = this.options.clock.now();
+      try {
+        for (const [key, outcomes] of batch) {
+          const message = await this.breakers?.record(key, outcomes, now);
+          if (message) this.apply(message);
+        }
+        await this.budget?.settle(refund, requests, now);
+      } catch (err) {
+        this.options.logger.warn(
+          { err },
+          'could not record outcomes; the breaker window misses this batch',
+        );
+      }
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    await this.flush();
+    if (this.subscriber) {
+      this.subscriber.disconnect();
+      this.subscriber = undefined;
+    }
+  }
+
+  private schedule(): void {
+    const flushSize = this.options.breaker?.flushSize ?? 64;
+    if (this.pendingCount >= flushSize) {
+      void this.flush();
+      return;
+    }
+    if (!this.timer) {
+      this.timer = setTimeout(
+        () => void this.flush(),
+        this.options.breaker?.flushIntervalMs ?? 100,
+      );
+      this.timer.unref();
+    }
+  }
+
+  private apply(message: BreakerMessage): void {
+    const previous = this.cache.get(message.key);
+    if (message.state.phase === 'closed') this.cache.delete(message.key);
+    else this.cache.set(message.key, message.state);
+    // The same transition arrives twice for the worker that made it (return value and
+    // pub/sub), and again from a reload: tell the worker about each change once.
+    if (previous && sameEpisode(previous, message.state)) return;
+    if (!previous && message.state.phase === 'closed') return;
+    this.options.onTransition(message);
+  }
+
+  private async reload(): Promise<void> {
+    if (!this.breakers) return;
+    try {
+      const open = await this.breakers.openBreakers();
+      for (const key of [...this.cache.keys()]) {
+        if (!open.has(key))
+          this.apply({
+            key,
+            transition: 'closed',
+            state: { phase: 'closed', trips: 0, probes: {}, probeSuccesses: 0 },
+          });
+      }
+      for (const [key, state] of open) {
+        const transition =
+          state.phase === 'open' ? 'opened' : state.phase === 'half-open' ? 'half-open' : 'closed';
+        this.apply({ key, transition, state });
+      }
+    } catch (err) {
+      this.options.logger.warn({ err }, 'could not load breaker states');
+    }
+  }
+}
+
+/** Whether two states are the same phase of the same trip (probe bookkeeping aside). */
+function sameEpisode(a: BreakerState, b: BreakerState): boolean {
+  return (
+    a.phase === b.phase &&
+    a.trips === b.trips &&
+    a.halfOpenAt === b.halfOpenAt &&
+    a.isolated === b.isolated
+  );
+}
