@@ -1,8 +1,79 @@
 /**
  * requeue's public API. Internal modules stay unexported on purpose.
  */
+
+// Producer, worker, dead-letter queue.
+export { createQueue, RequeueQueue } from './scheduler/queue.js';
+export type { QueueOptions, AddOptions, AddedJob, QueueCounts } from './scheduler/queue.js';
+export { createWorker, RequeueWorker, queueBreakerKey } from './scheduler/worker.js';
+export type { Handler, RequeueJob, WorkerOptions } from './scheduler/worker.js';
+export { DeadLetterQueue, replayJobId } from './scheduler/dead-letter.js';
+export type {
+  DeadJobRecord,
+  DeadJobFilter,
+  DeadLetterOptions,
+  Retention,
+  BulkOptions,
+  BulkProgress,
+} from './scheduler/dead-letter.js';
+export type { WorkerEvents } from './scheduler/events.js';
+export type { AttemptRecord, JobState } from './scheduler/job-state.js';
+export { RequeueMetrics } from './scheduler/metrics.js';
+
+// Pure policy: strategies, retry policy, classification, decisions.
+export { computeDelay, strategyNames } from './policy/backoff/index.js';
+export type {
+  BackoffInput,
+  BackoffOptions,
+  BackoffPolicy,
+  StrategyName,
+} from './policy/backoff/index.js';
+export {
+  retryPolicySchema,
+  defaultRetryPolicy,
+  parseRetryPolicy,
+  planNextAttempt,
+} from './policy/retry-policy.js';
+export type {
+  RetryPolicy,
+  RetryPolicyInput,
+  AttemptContext,
+  RetryDecision,
+} from './policy/retry-policy.js';
+export { simulatePlan } from './policy/plan.js';
+export type { PlanResult, PlanOptions, RetryStats } from './policy/plan.js';
+export {
+  classifyError,
+  classifyOptionsSchema,
+  defaultClassifyOptions,
+  parseClassifyOptions,
+  parseRetryAfter,
+  describeError,
+} from './policy/classify/index.js';
+export type {
+  Classification,
+  ClassifyOptions,
+  ClassifyOptionsInput,
+} from './policy/classify/index.js';
+export { decideFailure } from './policy/decide.js';
+export type { FailureDecision } from './policy/decide.js';
+export { deadReasons } from './policy/dead-reason.js';
+export type { DeadReason } from './policy/dead-reason.js';
+export { breakerOptionsSchema, parseBreakerOptions } from './policy/breaker/breaker-options.js';
+export type { BreakerOptions, BreakerOptionsInput } from './policy/breaker/breaker-options.js';
+export type { BreakerState, BreakerPhase, Admission } from './policy/breaker/breaker.js';
+export { budgetOptionsSchema, parseBudgetOptions } from './policy/budget/budget-options.js';
+export type { BudgetOptions, BudgetOptionsInput } from './policy/budget/budget-options.js';
+export { BreakerStore } from './redis/breaker-store.js';
+export { BudgetStore } from './redis/budget-store.js';
+
+// Errors.
+export { PermanentError, isPermanentError } from './errors/permanent-error.js';
+export { RetryableError, isRetryableError } from './errors/retryable-error.js';
+export { ConfigError } from './config/env.js';
+
+// Clock, random, logging.
 export { systemClock, systemRandom } from './util/system.js';
 export type { Clock, Random } from './util/system.js';
 export { seededRandom } from './util/random.js';
-export { ConfigError } from './config/env.js';
 export { createLogger } from './config/logger.js';

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerBreaker } from './breaker.js';
 import { registerDlq } from './dlq.js';
+import { registerEndpoint } from './endpoint.js';
 import { registerEnqueue } from './enqueue.js';
 import { registerPlan } from './plan.js';
 import { registerStats } from './stats.js';
@@ -13,5 +14,6 @@ export function registerCommands(program: Command): void {
   registerEnqueue(program);
   registerStats(program);
   registerDlq(program);
+  registerEndpoint(program);
   registerBreaker(program);
 }

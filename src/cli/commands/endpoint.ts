@@ -1,0 +1,94 @@
+import type { Command } from 'commander';
+import { EndpointStore } from '../../redis/endpoint-store.js';
+import { CliUsageError } from '../cli-error.js';
+import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+import { printTable, truncate } from '../table.js';
+
+/** `requeue endpoint list|enable|disable`: the webhook endpoints a queue will not deliver to. */
+export function registerEndpoint(program: Command): void {
+  const endpoint = program
+    .command('endpoint')
+    .description('List, enable and disable webhook endpoints');
+
+  withRedisOption(
+    endpoint
+      .command('list')
+      .description('List the disabled endpoints of a queue, most recent first')
+      .argument('<queue>', 'webhook queue name')
+      .option('--json', 'print an array of {endpointId, reason, disabledAt} as JSON'),
+  ).action(async (queue: string, opts) => {
+    await withStore(opts, async (store) => {
+      const disabled = await store.list(queue);
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(disabled) + '\n');
+        return;
+      }
+      if (disabled.length === 0) {
+        process.stdout.write('no disabled endpoints\n');
+        return;
+      }
+      printTable(
+        ['ENDPOINT', 'DISABLED AT', 'REASON'],
+        disabled.map((d) => [
+          d.endpointId,
+          new Date(d.disabledAt).toISOString(),
+          truncate(d.reason, 80),
+        ]),
+      );
+    });
+  });
+
+  withRedisOption(
+    endpoint
+      .command('enable')
+      .description(
+        'Deliver to a disabled endpoint again (jobs already dead-lettered stay in the DLQ)',
+      )
+      .argument('<queue>', 'webhook queue name')
+      .argument('<endpointId>', 'endpoint id'),
+  ).action(async (queue: string, endpointId: string, opts) => {
+    checkId(endpointId);
+    await withStore(opts, async (store) => {
+      const was = await store.enable(queue, endpointId);
+      process.stdout.write(
+        was ? `enabled ${endpointId}\n` : `${endpointId} was not disabled; nothing to do\n`,
+      );
+    });
+  });
+
+  withRedisOption(
+    endpoint
+      .command('disable')
+      .description('Stop delivering to an endpoint: its jobs dead-letter as endpoint-disabled')
+      .argument('<queue>', 'webhook queue name')
+      .argument('<endpointId>', 'endpoint id')
+      .option('--reason <reason>', 'why, kept with the entry', 'disabled by an operator'),
+  ).action(async (queue: string, endpointId: string, opts) => {
+    checkId(endpointId);
+    if (typeof opts.reason !== 'string' || opts.reason.trim() === '') {
+      throw new CliUsageError('--reason: must not be empty');
+    }
+    await withStore(opts, async (store) => {
+      const fresh = await store.disable(queue, endpointId, opts.reason);
+      process.stdout.write(
+        fresh ? `disabled ${endpointId}\n` : `${endpointId} was already disabled; reason updated\n`,
+      );
+    });
+  });
+}
+
+function checkId(endpointId: string): void {
+  if (endpointId.trim() === '') throw new CliUsageError('<endpointId>: must not be empty');
+}
+
+async function withStore<T>(
+  opts: { redis?: string },
+  fn: (store: EndpointStore) => Promise<T>,
+): Promise<T> {
+  const store = new EndpointStore({ connection: redisUrlFrom(opts), cacheTtlMs: 0 });
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+import { ConfigError } from '../../src/config/env.js';
+import { createLogger } from '../../src/config/logger.js';
+import { waitForSignal } from '../../src/cli/commands/worker.js';
+import { loadServiceConfig } from './config.js';
+import { startService } from './service.js';
+
+/**
+ * `npm start`: the requeue service. Configuration comes from the file named by
+ * `REQUEUE_CONFIG` and the environment; SIGTERM and SIGINT drain it.
+ */
+async function main(): Promise<number> {
+  const logger = createLogger();
+  let service;
+  try {
+    service = await startService(await loadServiceConfig(), logger);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`requeue: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const signal = await waitForSignal();
+  logger.info({ signal }, 'draining');
+  await service.stop();
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`requeue: ${(err as Error)?.stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,118 @@
+import type { Server } from 'node:http';
+import type { Redis } from 'ioredis';
+import { createLogger, type Logger } from '../../src/config/logger.js';
+import { createRedis } from '../../src/redis/connection.js';
+import { RequeueMetrics } from '../../src/scheduler/metrics.js';
+import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
+import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
+import { loadHandler } from '../../src/cli/commands/worker.js';
+import { createWebhookWorker, enqueueWebhook, webhookJobSchema } from '../webhook/index.js';
+import type { ServiceConfig } from './config.js';
+import { chooseRedis, type RedisChoice } from './embedded-redis.js';
+import { createIntakeServer } from './http.js';
+
+/** A running requeue service. */
+export interface RunningService {
+  readonly url: string;
+  readonly redis: RedisChoice;
+  readonly workers: RequeueWorker<never, unknown>[];
+  /** Stops taking jobs, drains, closes everything (and the embedded Redis). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the requeue service: the configured workers (webhook delivery and
+ * handler queues), the intake HTTP API, health and metrics.
+ */
+export async function startService(
+  config: ServiceConfig,
+  logger: Logger = createLogger(),
+): Promise<RunningService> {
+  const redisChoice = await chooseRedis(config.redisUrl, config.dataDir, logger);
+  const connection: Redis = createRedis(redisChoice.url);
+  const metrics = new RequeueMetrics();
+  const queues = new Map<string, RequeueQueue>();
+  const workers: RequeueWorker<never, unknown>[] = [];
+
+  for (const q of config.queues) {
+    const handler = await loadHandler(q.handler);
+    const worker = createWorker(q.name, handler, {
+      connection,
+      concurrency: q.concurrency,
+      logger,
+      ...(q.policy ? { policy: q.policy } : {}),
+      ...(q.breaker ? { breaker: q.breaker } : {}),
+      ...(q.budget ? { budget: q.budget } : {}),
+    });
+    workers.push(worker as RequeueWorker<never, unknown>);
+    const queue = createQueue(q.name, { connection });
+    queues.set(q.name, queue);
+    metrics.watchQueue(queue);
+  }
+
+  let webhooks:
+    | { schema: typeof webhookJobSchema; enqueue: (job: unknown) => Promise<{ id: string }> }
+    | undefined;
+  if (config.webhooks.enabled) {
+    const w = config.webhooks;
+    const worker = createWebhookWorker(w.queue, {
+      connection,
+      concurrency: w.concurrency,
+      timeoutMs: w.timeoutMs,
+      allowPrivate: w.allowPrivate,
+      logger,
+      ...(w.policy ? { policy: w.policy } : {}),
+      breaker: w.breaker ?? {},
+      ...(w.budget ? { budget: w.budget } : {}),
+    });
+    workers.push(worker as unknown as RequeueWorker<never, unknown>);
+    const queue = createQueue(w.queue, { connection });
+    queues.set(w.queue, queue);
+    metrics.watchQueue(queue);
+    webhooks = {
+      schema: webhookJobSchema,
+      enqueue: (job) => enqueueWebhook(queue, job as Parameters<typeof enqueueWebhook>[1]),
+    };
+  }
+  for (const worker of workers) metrics.watch(worker);
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
+
+  const server: Server = createIntakeServer({
+    queues,
+    ...(webhooks ? { webhooks } : {}),
+    ready: async () =>
+      (await connection.ping()) === 'PONG' && workers.every((w) => w.bull.isRunning()),
+    metrics,
+    ...(config.intake.token ? { token: config.intake.token } : {}),
+    maxBodyBytes: config.intake.maxBodyBytes,
+    logger,
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host}:${port}`;
+  logger.info(
+    {
+      url,
+      redis: redisChoice.source,
+      queues: [...queues.keys()],
+      webhooks: config.webhooks.enabled,
+    },
+    'requeue service started',
+  );
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all(workers.map((w) => w.close({ timeoutMs: config.shutdownTimeoutMs })));
+      await Promise.all([...queues.values()].map((q) => q.close()));
+      connection.disconnect();
+      await redisChoice.server?.stop();
+      logger.info('requeue service stopped');
+    })());
+  return { url, redis: redisChoice, workers, stop };
+}
