@@ -81,7 +81,7 @@ export class RequeueMetrics {
   }
 
   /** Counts what a worker does. */
-  watch(worker: RequeueWorker<never, unknown> | RequeueWorker<unknown, unknown>): void {
+  watch(worker: RequeueWorker<unknown, unknown>): void {
     const queue = worker.name;
     worker.on('job:completed', () => this.completed.inc({ queue }));
     worker.on('retry:scheduled', (e) => {

@@ -565,7 +565,12 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     }
     log.info(
       {
-        err: { class: error.class, message: error.message, status: error.status, code: error.code },
+        error: {
+          class: error.class,
+          message: error.message,
+          status: error.status,
+          code: error.code,
+        },
         delayMs: decision.delayMs,
         retryAt: new Date(decision.retryAt).toISOString(),
         source: decision.source,

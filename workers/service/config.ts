@@ -1,6 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { ConfigError, parseConfig } from '../../src/config/env.js';
+import { breakerOptionsSchema } from '../../src/policy/breaker/breaker-options.js';
+import { budgetOptionsSchema } from '../../src/policy/budget/budget-options.js';
+import { retryPolicySchema } from '../../src/policy/retry-policy.js';
 
 const queueName = z
   .string()
@@ -13,9 +16,9 @@ const handlerQueueSchema = z.strictObject({
   /** A module whose default export is `async (job) => result`, as for `requeue worker --handler`. */
   handler: z.string().min(1),
   concurrency: z.number().int().min(1).default(4),
-  policy: z.record(z.string(), z.unknown()).optional(),
-  breaker: z.record(z.string(), z.unknown()).optional(),
-  budget: z.record(z.string(), z.unknown()).optional(),
+  policy: retryPolicySchema.optional(),
+  breaker: breakerOptionsSchema.optional(),
+  budget: budgetOptionsSchema.optional(),
 });
 
 /**
@@ -54,9 +57,10 @@ export const serviceConfigSchema = z.strictObject({
       timeoutMs: z.coerce.number().int().positive().default(15_000),
       /** Deliver to loopback/private addresses (development and tests only). @defaultValue `false` */
       allowPrivate: z.coerce.boolean().default(false),
-      policy: z.record(z.string(), z.unknown()).optional(),
-      breaker: z.record(z.string(), z.unknown()).optional(),
-      budget: z.record(z.string(), z.unknown()).optional(),
+      policy: retryPolicySchema.optional(),
+      /** A breaker per endpoint. @defaultValue the breaker's defaults */
+      breaker: breakerOptionsSchema.optional(),
+      budget: budgetOptionsSchema.optional(),
     })
     .prefault({}),
   /** Queues processed by handler modules. @defaultValue `[]` */

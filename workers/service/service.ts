@@ -15,7 +15,7 @@ import { createIntakeServer } from './http.js';
 export interface RunningService {
   readonly url: string;
   readonly redis: RedisChoice;
-  readonly workers: RequeueWorker<never, unknown>[];
+  readonly workers: RequeueWorker<unknown, unknown>[];
   /** Stops taking jobs, drains, closes everything (and the embedded Redis). */
   stop(): Promise<void>;
 }
@@ -32,7 +32,7 @@ export async function startService(
   const connection: Redis = createRedis(redisChoice.url);
   const metrics = new RequeueMetrics();
   const queues = new Map<string, RequeueQueue>();
-  const workers: RequeueWorker<never, unknown>[] = [];
+  const workers: RequeueWorker<unknown, unknown>[] = [];
 
   for (const q of config.queues) {
     const handler = await loadHandler(q.handler);
@@ -44,7 +44,7 @@ export async function startService(
       ...(q.breaker ? { breaker: q.breaker } : {}),
       ...(q.budget ? { budget: q.budget } : {}),
     });
-    workers.push(worker as RequeueWorker<never, unknown>);
+    workers.push(worker);
     const queue = createQueue(q.name, { connection });
     queues.set(q.name, queue);
     metrics.watchQueue(queue);
@@ -65,7 +65,7 @@ export async function startService(
       breaker: w.breaker ?? {},
       ...(w.budget ? { budget: w.budget } : {}),
     });
-    workers.push(worker as unknown as RequeueWorker<never, unknown>);
+    workers.push(worker as unknown as RequeueWorker<unknown, unknown>);
     const queue = createQueue(w.queue, { connection });
     queues.set(w.queue, queue);
     metrics.watchQueue(queue);
