@@ -33,10 +33,13 @@ export async function chooseRedis(
   redisUrl: string | undefined,
   dataDir: string,
   logger: Logger,
+  { localUrl = 'redis://127.0.0.1:6379' }: { localUrl?: string } = {},
 ): Promise<RedisChoice> {
   if (redisUrl) return { url: redisUrl, source: 'config' };
-  if (await canConnect('127.0.0.1', 6379))
-    return { url: 'redis://127.0.0.1:6379', source: 'local' };
+  const local = new URL(localUrl);
+  if (await canConnect(local.hostname, Number(local.port || 6379))) {
+    return { url: localUrl, source: 'local' };
+  }
   if (!(await hasRedisServer())) throw new ConfigError(noRedisHelp);
   const dir = resolve(dataDir);
   await mkdir(dir, { recursive: true });
