@@ -110,7 +110,7 @@ export class EndpointStore {
     return removed === 1;
   }
 
-  /** The endpoint's disabled entry, or `undefined` when it is enabled (see the class note on caching). */
+  /** The endpoint's disabled entry, or `undefined` when enabled (see the class note on caching). */
   async get(queue: string, endpointId: string): Promise<DisabledEndpoint | undefined> {
     const snapshot = await this.snapshot(queue);
     if (!snapshot.disabled.has(endpointId)) return undefined;

@@ -8,6 +8,7 @@ import {
 import { CliUsageError, parseNumberFlag } from '../cli-error.js';
 import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
 import { ProgressBar } from '../progress.js';
+import { redactSecrets } from '../redact.js';
 import { printTable, truncate } from '../table.js';
 
 interface FilterFlags {
@@ -39,7 +40,7 @@ export function registerDlq(program: Command): void {
     await withDlq(queue, opts, async (dead) => {
       const records = await dead.list(toFilter(opts), { limit, offset });
       if (opts.json) {
-        process.stdout.write(JSON.stringify(records.map(listEntry)) + '\n');
+        process.stdout.write(JSON.stringify(redactSecrets(records.map(listEntry))) + '\n');
         return;
       }
       if (records.length === 0) {
@@ -70,7 +71,7 @@ export function registerDlq(program: Command): void {
       const record = await dead.get(id);
       if (!record) throw new CliUsageError(`no dead job "${id}" in ${queue}'s DLQ`);
       if (opts.json) {
-        process.stdout.write(JSON.stringify(record) + '\n');
+        process.stdout.write(JSON.stringify(redactSecrets(record)) + '\n');
         return;
       }
       const out = process.stdout;
@@ -81,7 +82,7 @@ export function registerDlq(program: Command): void {
         out.write(`first fail:  ${new Date(record.firstFailedAt).toISOString()}\n`);
       out.write(`dead at:     ${new Date(record.deadAt).toISOString()}\n`);
       out.write(`attempts:    ${record.attempts}  replays: ${record.replays}\n`);
-      out.write(`data:        ${truncate(JSON.stringify(record.data), 200)}\n\n`);
+      out.write(`data:        ${truncate(JSON.stringify(redactSecrets(record.data)), 200)}\n\n`);
       printTable(
         ['#', 'STARTED', 'OUTCOME', 'ERROR', 'DECISION', 'DELAY'],
         record.history.map((h) => [

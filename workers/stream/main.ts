@@ -1,0 +1,157 @@
+/**
+ * A stream-consumer process: reads STREAM through GROUP, runs the HANDLER
+ * module's default export per entry, and runs the retry worker of the
+ * group's retry queue beside it. SIGTERM or SIGINT drains both.
+ *
+ *   REDIS_URL=redis://… STREAM=orders GROUP=billing HANDLER=./handler.js \
+ *     node --import tsx workers/stream/main.ts
+ *
+ * The handler module may also export a zod `schema` for the fields.
+ */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import { ConfigError, parseConfig } from '../../src/config/env.js';
+import { createLogger } from '../../src/config/logger.js';
+import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
+import { createRedis } from '../../src/redis/connection.js';
+import { createStreamConsumer } from './consumer.js';
+import type { StreamHandler } from './message.js';
+import { createStreamRetryWorker } from './retry-worker.js';
+
+const positiveInt = z.coerce.number().int().positive();
+
+/** The environment this process reads. */
+export const streamEnvSchema = z.object({
+  REDIS_URL: z.url().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  STREAM: z.string().min(1),
+  GROUP: z.string().min(1),
+  /** Path of a module whose default export is `async (message) => void`. */
+  HANDLER: z.string().min(1),
+  /** @defaultValue `<hostname>-<pid>` */
+  CONSUMER: z.string().min(1).optional(),
+  /** @defaultValue `<stream>.<group>.retry` */
+  RETRY_QUEUE: z.string().min(1).optional(),
+  /** Retry policy as JSON, e.g. `{"strategy":"full-jitter","baseMs":500}`. */
+  POLICY: z.string().optional(),
+  /** @defaultValue `'$'` */
+  START_ID: z.string().min(1).optional(),
+  BATCH_SIZE: positiveInt.optional(),
+  CONCURRENCY: positiveInt.optional(),
+  RETRY_CONCURRENCY: positiveInt.optional(),
+  CLAIM_IDLE_MS: positiveInt.optional(),
+  BLOCK_MS: positiveInt.optional(),
+  /** On SIGTERM, wait this long for running handlers. @defaultValue `30000` */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().nonnegative().default(30_000),
+});
+
+/** What a HANDLER module provides. */
+interface HandlerModule {
+  handler: StreamHandler<unknown>;
+  schema: z.ZodType<unknown> | undefined;
+}
+
+/** Imports the HANDLER module: its default export, and its `schema` export if any. */
+async function loadHandlerModule(path: string): Promise<HandlerModule> {
+  let mod: { default?: unknown; schema?: unknown };
+  try {
+    mod = (await import(pathToFileURL(resolve(path)).href)) as typeof mod;
+  } catch (err) {
+    throw new ConfigError(`env.HANDLER: cannot load ${path} (${(err as Error).message})`);
+  }
+  if (typeof mod.default !== 'function') {
+    throw new ConfigError(`env.HANDLER: ${path} has no default export function`);
+  }
+  const schema = mod.schema instanceof z.ZodType ? mod.schema : undefined;
+  return { handler: mod.default as StreamHandler<unknown>, schema };
+}
+
+function parsePolicy(json: string | undefined) {
+  if (json === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new ConfigError('env.POLICY: not valid JSON');
+  }
+  return parseRetryPolicy(value, 'env.POLICY');
+}
+
+/** Resolves on the first SIGTERM or SIGINT. */
+function waitForSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolveSignal) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off('SIGTERM', on);
+      process.off('SIGINT', on);
+      resolveSignal(signal);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}
+
+async function main(): Promise<void> {
+  const env = parseConfig(streamEnvSchema, process.env, 'env');
+  const logger = createLogger({ level: env.LOG_LEVEL, name: 'requeue-stream' });
+  const policy = parsePolicy(env.POLICY);
+  const { handler, schema } = await loadHandlerModule(env.HANDLER);
+  const redis = createRedis(env.REDIS_URL);
+  const signal = waitForSignal();
+
+  const consumer = createStreamConsumer({
+    connection: redis,
+    stream: env.STREAM,
+    group: env.GROUP,
+    handler,
+    logger,
+    ...(schema && { schema }),
+    ...(policy && { policy }),
+    ...(env.CONSUMER && { consumer: env.CONSUMER }),
+    ...(env.RETRY_QUEUE && { retryQueue: env.RETRY_QUEUE }),
+    ...(env.START_ID && { startId: env.START_ID }),
+    ...(env.BATCH_SIZE && { batchSize: env.BATCH_SIZE }),
+    ...(env.CONCURRENCY && { concurrency: env.CONCURRENCY }),
+    ...(env.CLAIM_IDLE_MS && { claimIdleMs: env.CLAIM_IDLE_MS }),
+    ...(env.BLOCK_MS && { blockMs: env.BLOCK_MS }),
+  });
+  const worker = createStreamRetryWorker({
+    connection: redis,
+    stream: env.STREAM,
+    group: env.GROUP,
+    retryQueue: consumer.config.retryQueue,
+    handler,
+    logger,
+    ...(schema && { schema }),
+    ...(policy && { policy }),
+    ...(env.RETRY_CONCURRENCY && { concurrency: env.RETRY_CONCURRENCY }),
+  });
+  await Promise.all([consumer.waitUntilReady(), worker.waitUntilReady()]);
+  logger.info(
+    {
+      stream: env.STREAM,
+      group: env.GROUP,
+      consumer: consumer.config.consumer,
+      retryQueue: consumer.config.retryQueue,
+    },
+    'stream consumer started',
+  );
+
+  const received = await signal;
+  logger.info({ signal: received, shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS }, 'draining');
+  // The consumer first: its hand-offs still reach the retry queue while the worker runs.
+  await consumer.close({ timeoutMs: env.SHUTDOWN_TIMEOUT_MS });
+  await worker.close({ timeoutMs: env.SHUTDOWN_TIMEOUT_MS });
+  await redis.quit();
+  logger.info('stopped');
+  // Connections the handler module opened are not ours to close; they must not hold the process.
+  setTimeout(() => process.exit(), 1000).unref();
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof ConfigError ? err.message : String((err as Error)?.stack ?? err);
+  process.stderr.write(`requeue-stream: ${message}\n`);
+  process.exitCode = 1;
+  // Open connections must not keep a failed start alive.
+  setTimeout(() => process.exit(1), 1000).unref();
+});

@@ -1,0 +1,41 @@
+/**
+ * Webhook delivery on requeue: Standard Webhooks signatures, an SSRF guard,
+ * the delivery attempt and the worker that retries and dead-letters it.
+ * `main.ts` is the runnable process and is not re-exported.
+ */
+export {
+  decodeSecret,
+  secretBytes,
+  secretPrefix,
+  secretProblem,
+  signatureHeader,
+  signWebhook,
+  verifyWebhook,
+  webhookHeaders,
+  WebhookVerificationError,
+} from './signature.js';
+export type { ReceivedHeaders, SignedHeaders, VerifyOptions, WebhookSecret } from './signature.js';
+export { blockedRange, createSsrfGuard, destinationRefusedCode } from './ssrf.js';
+export type { BlockedRange, Resolver, SsrfGuard, SsrfOptions } from './ssrf.js';
+export { defaultUserAgent, deliverWebhook, WebhookDeliveryError, webhookBody } from './deliver.js';
+export type {
+  DeliverOptions,
+  DeliveryDetails,
+  DeliveryResult,
+  WebhookDelivery,
+} from './deliver.js';
+export {
+  createWebhookWorker,
+  enqueueWebhook,
+  WebhookWorker,
+  webhookJobKey,
+  webhookJobSchema,
+} from './worker.js';
+export type {
+  EnqueueWebhookOptions,
+  WebhookJob,
+  WebhookJobInput,
+  WebhookWorkerOptions,
+} from './worker.js';
+export { EndpointStore } from '../../src/redis/endpoint-store.js';
+export type { DisabledEndpoint, EndpointStoreOptions } from '../../src/redis/endpoint-store.js';

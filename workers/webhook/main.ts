@@ -1,0 +1,104 @@
+/**
+ * The webhook delivery process: `node dist/workers/webhook/main.js`.
+ *
+ * Environment (validated up front; a bad value exits with code 2 naming it):
+ * - `REDIS_URL` — @defaultValue `redis://127.0.0.1:6379`
+ * - `WEBHOOK_QUEUE` — @defaultValue `webhooks`
+ * - `WEBHOOK_CONCURRENCY` — deliveries at once. @defaultValue `10`
+ * - `WEBHOOK_ALLOW_PRIVATE` — `true` lets deliveries reach private networks
+ *   (never the metadata service). @defaultValue `false`
+ * - `WEBHOOK_ALLOW_HOSTS` — comma-separated hosts, IPs or CIDRs let through.
+ * - `WEBHOOK_TIMEOUT_MS` — deadline of one attempt. @defaultValue `15000`
+ * - `WEBHOOK_SHUTDOWN_TIMEOUT_MS` — on SIGTERM/SIGINT, how long active
+ *   deliveries may finish before they are left to stalled recovery. @defaultValue `30000`
+ * - `LOG_LEVEL` — @defaultValue `info`
+ */
+import { z } from 'zod';
+import { ConfigError, envSchema, parseConfig } from '../../src/config/env.js';
+import { createLogger } from '../../src/config/logger.js';
+import { defaultRedisUrl } from '../../src/redis/connection.js';
+import { createWebhookWorker } from './worker.js';
+
+const flag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .default('false')
+  .transform((value) => value === 'true' || value === '1');
+
+/** The process's environment, every default visible here. */
+export const webhookEnvSchema = envSchema.extend({
+  WEBHOOK_QUEUE: z
+    .string()
+    .regex(/^[^:]+$/, 'must be a queue name without ":"')
+    .default('webhooks'),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).default(10),
+  WEBHOOK_ALLOW_PRIVATE: flag,
+  WEBHOOK_ALLOW_HOSTS: z
+    .string()
+    .default('')
+    .transform((list) =>
+      list
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== ''),
+    ),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(15_000),
+  WEBHOOK_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
+});
+
+/** Resolves with the first SIGTERM or SIGINT. */
+function firstSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals): void => {
+      process.off('SIGTERM', on);
+      process.off('SIGINT', on);
+      resolve(signal);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}
+
+async function main(): Promise<void> {
+  const env = parseConfig(webhookEnvSchema, process.env, 'env');
+  const logger = createLogger({ name: 'requeue-webhooks', level: env.LOG_LEVEL });
+  const worker = createWebhookWorker(env.WEBHOOK_QUEUE, {
+    connection: env.REDIS_URL ?? defaultRedisUrl,
+    concurrency: env.WEBHOOK_CONCURRENCY,
+    allowPrivate: env.WEBHOOK_ALLOW_PRIVATE,
+    allowHosts: env.WEBHOOK_ALLOW_HOSTS,
+    timeoutMs: env.WEBHOOK_TIMEOUT_MS,
+    logger,
+  });
+  await worker.waitUntilReady();
+  logger.info(
+    {
+      queue: env.WEBHOOK_QUEUE,
+      concurrency: env.WEBHOOK_CONCURRENCY,
+      allowPrivate: env.WEBHOOK_ALLOW_PRIVATE,
+      allowHosts: env.WEBHOOK_ALLOW_HOSTS,
+    },
+    'webhook worker started',
+  );
+
+  const signal = await firstSignal();
+  logger.info({ signal, shutdownTimeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS }, 'draining');
+  // A second signal while draining means "now": what is active comes back through stalled recovery.
+  const force = (again: NodeJS.Signals): void => {
+    logger.warn({ signal: again }, 'second signal; exiting without waiting');
+    process.exit(130);
+  };
+  process.once('SIGTERM', force);
+  process.once('SIGINT', force);
+  await worker.close({ timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS });
+  logger.info('stopped');
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`requeue-webhooks: ${err.message}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  process.stderr.write(`requeue-webhooks: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});

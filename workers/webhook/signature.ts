@@ -1,0 +1,204 @@
+/**
+ * Standard Webhooks signatures (symmetric `v1`, HMAC-SHA256), both sides:
+ * the sender's headers and the receiver's verification.
+ *
+ * @see https://www.standardwebhooks.com/ (spec 1.0.0, "Signature scheme",
+ *   "Webhook headers", "Verifying signatures")
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { systemClock } from '../../src/util/system.js';
+
+/** The prefix that marks a Standard Webhooks symmetric secret. */
+export const secretPrefix = 'whsec_';
+
+/** The headers a signed webhook carries, lower-case as Node reports them. */
+export const webhookHeaders = {
+  id: 'webhook-id',
+  timestamp: 'webhook-timestamp',
+  signature: 'webhook-signature',
+} as const;
+
+/** One secret, or several while a secret is being rotated (each one signs). */
+export type WebhookSecret = string | readonly string[];
+
+/**
+ * The three Standard Webhooks headers of one attempt. A type rather than an
+ * interface so it can be passed wherever a header record is expected.
+ */
+export type SignedHeaders = {
+  'webhook-id': string;
+  'webhook-timestamp': string;
+  /** Space-separated `v1,<base64>` signatures, one per secret. */
+  'webhook-signature': string;
+};
+
+/** The spec's bounds on a decoded symmetric secret, in bytes. */
+export const secretBytes = { min: 24, max: 64 } as const;
+
+/** Strict base64 (standard alphabet); padding may be left off. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
+
+/**
+ * The HMAC key of a secret: the base64 after an optional `whsec_` prefix
+ * (receivers' libraries accept it either way). Throws a `TypeError` whose
+ * message never contains the secret.
+ */
+export function decodeSecret(secret: string): Buffer {
+  const encoded = secret.startsWith(secretPrefix) ? secret.slice(secretPrefix.length) : secret;
+  if (encoded === '' || !BASE64.test(encoded)) {
+    throw new TypeError(`a webhook secret must be ${secretPrefix} followed by base64`);
+  }
+  return Buffer.from(encoded, 'base64');
+}
+
+/**
+ * Why `secret` is not a Standard Webhooks secret a sender should use
+ * (`whsec_` + base64 of 24 to 64 bytes), or `undefined` when it is one.
+ * The reason never quotes the secret.
+ */
+export function secretProblem(secret: string): string | undefined {
+  if (!secret.startsWith(secretPrefix)) return `must start with "${secretPrefix}"`;
+  let key: Buffer;
+  try {
+    key = decodeSecret(secret);
+  } catch {
+    return `must be "${secretPrefix}" followed by base64`;
+  }
+  if (key.length < secretBytes.min || key.length > secretBytes.max) {
+    return `must decode to ${secretBytes.min}–${secretBytes.max} bytes, got ${key.length}`;
+  }
+  return undefined;
+}
+
+/** The signed content: `{id}.{timestamp}.{body}`. */
+function signedContent(id: string, timestampSec: number | string, body: string | Buffer): Buffer {
+  const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+  return Buffer.concat([Buffer.from(`${id}.${timestampSec}.`, 'utf8'), raw]);
+}
+
+function hmac(key: Buffer, content: Buffer): Buffer {
+  return createHmac('sha256', key).update(content).digest();
+}
+
+function secretList(secrets: WebhookSecret): readonly string[] {
+  return typeof secrets === 'string' ? [secrets] : secrets;
+}
+
+/**
+ * The `webhook-signature` value: `v1,<base64 HMAC-SHA256>` per secret,
+ * space-separated, so receivers holding either the old or the new secret
+ * accept the message during a rotation.
+ */
+export function signatureHeader(
+  secrets: WebhookSecret,
+  id: string,
+  timestampSec: number,
+  body: string | Buffer,
+): string {
+  const list = secretList(secrets);
+  if (list.length === 0) throw new TypeError('at least one webhook secret is needed to sign');
+  const content = signedContent(id, timestampSec, body);
+  return list
+    .map((secret) => `v1,${hmac(decodeSecret(secret), content).toString('base64')}`)
+    .join(' ');
+}
+
+/** The three headers of one signed attempt; `timestampSec` is the attempt's time. */
+export function signWebhook(
+  secrets: WebhookSecret,
+  id: string,
+  timestampSec: number,
+  body: string | Buffer,
+): SignedHeaders {
+  if (!Number.isSafeInteger(timestampSec) || timestampSec < 0) {
+    throw new RangeError(`timestampSec must be a whole number of seconds, got ${timestampSec}`);
+  }
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(timestampSec),
+    'webhook-signature': signatureHeader(secrets, id, timestampSec, body),
+  };
+}
+
+/** Why a received webhook was refused. The message never quotes a secret or a signature. */
+export class WebhookVerificationError extends Error {
+  override name = 'WebhookVerificationError';
+}
+
+/** Headers as a receiver has them: Node's `IncomingHttpHeaders`, a WHATWG `Headers`, a record. */
+export type ReceivedHeaders =
+  | { get(name: string): string | null }
+  | Readonly<Record<string, string | readonly string[] | undefined>>;
+
+function header(headers: ReceivedHeaders, name: string): string | undefined {
+  if (typeof (headers as { get?: unknown }).get === 'function') {
+    return (headers as { get(name: string): string | null }).get(name) ?? undefined;
+  }
+  const record = headers as Readonly<Record<string, string | readonly string[] | undefined>>;
+  const key = Object.keys(record).find((k) => k.toLowerCase() === name);
+  const value = key === undefined ? undefined : record[key];
+  return typeof value === 'string' ? value : value?.[0];
+}
+
+/** Options of {@link verifyWebhook}. */
+export interface VerifyOptions {
+  /** The receiver's time, ms since the epoch. @defaultValue the system clock */
+  now?: number;
+  /**
+   * Largest difference allowed between `webhook-timestamp` and `now`,
+   * either way, in seconds. @defaultValue `300`
+   */
+  toleranceSec?: number;
+}
+
+/**
+ * Verifies a received webhook as the spec asks a receiver to: the
+ * timestamp is within `toleranceSec` of `now` in both directions (replays
+ * and clock games), and at least one `v1` signature in the header matches
+ * one of `secrets`, compared in constant time. Other schemes (`v1a`) are
+ * skipped. `body` must be the raw bytes received, not re-serialised JSON.
+ *
+ * @throws WebhookVerificationError saying which check failed.
+ */
+export function verifyWebhook(
+  secrets: WebhookSecret,
+  headers: ReceivedHeaders,
+  body: string | Buffer,
+  { now = systemClock.now(), toleranceSec = 300 }: VerifyOptions = {},
+): void {
+  const id = header(headers, webhookHeaders.id);
+  const timestamp = header(headers, webhookHeaders.timestamp);
+  const signatures = header(headers, webhookHeaders.signature);
+  if (!id || !timestamp || !signatures) {
+    const missing = Object.values(webhookHeaders).filter((name) => !header(headers, name));
+    throw new WebhookVerificationError(`missing header: ${missing.join(', ')}`);
+  }
+  if (!/^\d{1,15}$/.test(timestamp)) {
+    throw new WebhookVerificationError('webhook-timestamp is not a whole number of seconds');
+  }
+  const nowSec = Math.floor(now / 1000);
+  const sentSec = Number(timestamp);
+  if (nowSec - sentSec > toleranceSec) {
+    throw new WebhookVerificationError(
+      `webhook-timestamp is ${nowSec - sentSec} s old (tolerance ${toleranceSec} s)`,
+    );
+  }
+  if (sentSec - nowSec > toleranceSec) {
+    throw new WebhookVerificationError(
+      `webhook-timestamp is ${sentSec - nowSec} s in the future (tolerance ${toleranceSec} s)`,
+    );
+  }
+
+  const content = signedContent(id, timestamp, body);
+  const expected = secretList(secrets).map((secret) => hmac(decodeSecret(secret), content));
+  for (const entry of signatures.split(' ')) {
+    const comma = entry.indexOf(',');
+    if (comma < 0 || entry.slice(0, comma) !== 'v1') continue;
+    const given = Buffer.from(entry.slice(comma + 1), 'base64');
+    for (const mac of expected) {
+      // timingSafeEqual throws on a length mismatch; a wrong length is simply no match.
+      if (given.length === mac.length && timingSafeEqual(given, mac)) return;
+    }
+  }
+  throw new WebhookVerificationError('no webhook-signature matches');
+}

@@ -1,0 +1,244 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { parseConfig } from '../../src/config/env.js';
+import { createLogger } from '../../src/config/logger.js';
+import { PermanentError } from '../../src/errors/permanent-error.js';
+import { resolveRedis } from '../../src/redis/connection.js';
+import { EndpointStore } from '../../src/redis/endpoint-store.js';
+import type { AddedJob, AddOptions, RequeueQueue } from '../../src/scheduler/queue.js';
+import { RequeueWorker, type RequeueJob, type WorkerOptions } from '../../src/scheduler/worker.js';
+import { systemClock, type Clock } from '../../src/util/system.js';
+import { deliverWebhook, WebhookDeliveryError, type DeliveryResult } from './deliver.js';
+import { secretProblem } from './signature.js';
+import { createSsrfGuard, type SsrfOptions } from './ssrf.js';
+
+/** A header name (RFC 9110 token) and a value without control characters. */
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name');
+const headerValue = z
+  .string()
+  .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must not contain control characters');
+
+const secretSchema = z.string().superRefine((secret, ctx) => {
+  // The message describes the problem and never quotes the secret.
+  const problem = secretProblem(secret);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+/**
+ * A webhook job. `endpoint.secret` is a Standard Webhooks secret (`whsec_`
+ * + base64 of 24 to 64 bytes), or a list of them during a rotation.
+ * `event.id` becomes `webhook-id`; the spec asks that it contain no `.`
+ * (the signed content is dot-delimited).
+ */
+export const webhookJobSchema = z.object({
+  endpoint: z.object({
+    /** Names the endpoint in the disabled set and the breaker; no `/` ({@link webhookJobKey}). */
+    id: z.string().regex(/^[^\s/]{1,200}$/, 'must be 1–200 characters, without spaces or "/"'),
+    url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+    secret: z.union([secretSchema, z.array(secretSchema).min(1).max(10)]).optional(),
+  }),
+  event: z.object({
+    id: z
+      .string()
+      .regex(/^[\x21-\x2d\x2f-\x7e]{1,256}$/, 'must be 1–256 visible ASCII characters, no "."'),
+    type: z.string().regex(/^[\x21-\x7e]{1,200}$/, 'must be 1–200 visible ASCII characters'),
+    timestamp: z.iso.datetime({ offset: true }).optional(),
+    payload: z.json(),
+  }),
+  headers: z.record(headerName, headerValue).optional(),
+});
+
+/** A validated webhook job. */
+export type WebhookJob = z.output<typeof webhookJobSchema>;
+
+/** A webhook job as a producer writes it. */
+export type WebhookJobInput = z.input<typeof webhookJobSchema>;
+
+/** Options of {@link createWebhookWorker}. */
+export interface WebhookWorkerOptions
+  extends Omit<WorkerOptions<WebhookJob>, 'schema' | 'breakerKey'>, SsrfOptions {
+  /** Deadline of one delivery attempt, in ms. @defaultValue `15_000` */
+  timeoutMs?: number;
+  /** @defaultValue `'requeue-webhooks/0.1'` */
+  userAgent?: string;
+  /** Bytes of each response body kept in the attempt history. @defaultValue `512` */
+  maxBodyBytes?: number;
+  /** How long this worker trusts its copy of the disabled endpoints, in ms. @defaultValue `1000` */
+  disabledCacheTtlMs?: number;
+  /** The disabled-endpoint store; the worker opens one on its connection unless given. */
+  endpoints?: EndpointStore;
+}
+
+/**
+ * Every 5xx is retried, not only the classifier's default list: receivers
+ * sit behind proxies that answer 520–530 for passing trouble, and a sender
+ * that gives up on a 501 saves little. Standard Webhooks' senders retry any
+ * failure; 4xx other than 408/425/429 stay permanent.
+ */
+const webhookRetryableStatuses = [
+  408,
+  425,
+  429,
+  ...Array.from({ length: 100 }, (_, i) => 500 + i),
+] as const;
+
+/**
+ * A worker that delivers webhook jobs: validates each job, skips disabled
+ * endpoints, POSTs the signed event and keeps each attempt's status, latency
+ * and body start in the job's history. A 410 disables the endpoint.
+ * Closing it also closes its connection pools and its endpoint store.
+ */
+export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
+  /** The disabled-endpoint store this worker reads and writes. */
+  readonly endpoints: EndpointStore;
+  private readonly ownsEndpoints: boolean;
+  private readonly agents: { http: HttpAgent; https: HttpsAgent };
+  /** The connection this worker opened (from a URL), closed with it. */
+  private readonly ownedRedis: Redis | undefined;
+
+  constructor(queue: string, options: WebhookWorkerOptions = {}) {
+    const {
+      timeoutMs,
+      userAgent,
+      maxBodyBytes,
+      allowPrivate,
+      allowHosts,
+      disabledCacheTtlMs,
+      endpoints: givenEndpoints,
+      ...workerOptions
+    } = options;
+    const clock = options.clock ?? systemClock;
+    const rootLogger = options.logger ?? createLogger();
+    const logger = rootLogger.child({ queue, worker: 'webhook' });
+    const guard = createSsrfGuard({ allowPrivate, allowHosts });
+    // Pools of this worker alone: their sockets were all checked under this guard.
+    const agents = {
+      http: new HttpAgent({ keepAlive: true }),
+      https: new HttpsAgent({ keepAlive: true }),
+    };
+    // One connection for the worker and the store; closed here when opened here.
+    const { redis, owned } = resolveRedis(workerOptions.connection);
+    const endpoints =
+      givenEndpoints ??
+      new EndpointStore({
+        connection: redis,
+        clock,
+        ...(disabledCacheTtlMs !== undefined ? { cacheTtlMs: disabledCacheTtlMs } : {}),
+      });
+
+    const handler = async (job: RequeueJob<WebhookJob>): Promise<DeliveryResult> => {
+      const { endpoint, event } = job.data;
+      const log = logger.child({ jobId: job.id, attempt: job.attempt, endpointId: endpoint.id });
+      const disabled = await endpoints.get(queue, endpoint.id);
+      if (disabled) {
+        const since = new Date(disabled.disabledAt).toISOString();
+        throw new PermanentError(
+          `endpoint "${endpoint.id}" is disabled since ${since} (${disabled.reason}); ` +
+            `enable it with: requeue endpoint enable ${queue} ${endpoint.id}`,
+          { deadReason: 'endpoint-disabled' },
+        );
+      }
+      try {
+        const result = await deliverWebhook(job.data, {
+          clock,
+          guard,
+          agents,
+          signal: job.signal,
+          onAttempt: (details) => job.annotate({ ...details }),
+          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          ...(userAgent !== undefined ? { userAgent } : {}),
+          ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+        });
+        log.debug(
+          { eventId: event.id, status: result.status, latencyMs: result.latencyMs },
+          'webhook delivered',
+        );
+        return result;
+      } catch (err) {
+        if (err instanceof WebhookDeliveryError && err.status === 410) {
+          const origin = new URL(endpoint.url).origin;
+          await endpoints.disable(queue, endpoint.id, `410 Gone from ${origin}`, clock.now());
+          log.warn({ eventId: event.id }, 'endpoint answered 410 Gone; disabled it');
+          throw new PermanentError(
+            `POST ${origin} answered 410 Gone; endpoint "${endpoint.id}" is now disabled`,
+            { deadReason: 'gone', cause: err },
+          );
+        }
+        throw err;
+      }
+    };
+
+    try {
+      super(queue, handler, {
+        ...workerOptions,
+        connection: redis,
+        logger: rootLogger,
+        schema: webhookJobSchema,
+        classify: { retryableStatuses: [...webhookRetryableStatuses], ...workerOptions.classify },
+        breakerKey: (job) => job.data.endpoint.id,
+      });
+    } catch (err) {
+      // A bad option (policy, breaker…): do not leave a connection holding the process open.
+      if (owned) redis.disconnect();
+      throw err;
+    }
+    this.endpoints = endpoints;
+    this.ownsEndpoints = givenEndpoints === undefined;
+    this.agents = agents;
+    this.ownedRedis = owned ? redis : undefined;
+  }
+
+  override async close(options: { timeoutMs?: number } = {}): Promise<void> {
+    await super.close(options);
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+    if (this.ownsEndpoints) await this.endpoints.close();
+    this.ownedRedis?.disconnect();
+  }
+}
+
+/** Creates a {@link WebhookWorker} for `queue`. */
+export function createWebhookWorker(
+  queue: string,
+  options: WebhookWorkerOptions = {},
+): WebhookWorker {
+  return new WebhookWorker(queue, options);
+}
+
+/**
+ * The job's idempotency key: `${endpoint.id}/${event.id}`. Scoped by
+ * endpoint because one event fans out to many endpoints under the same
+ * `webhook-id`; keyed by the event id alone, the second endpoint's job would
+ * be dropped as a duplicate.
+ */
+export function webhookJobKey(job: Pick<WebhookJobInput, 'endpoint' | 'event'>): string {
+  return `${job.endpoint.id}/${job.event.id}`;
+}
+
+/** Options of {@link enqueueWebhook}. */
+export interface EnqueueWebhookOptions extends Omit<AddOptions, 'idempotencyKey'> {
+  /** Stamps `event.timestamp` when the job has none. @defaultValue the system clock */
+  clock?: Clock;
+}
+
+/**
+ * Adds a webhook job: validated (a `ConfigError` names the bad field),
+ * `event.timestamp` stamped when missing so every attempt sends the same
+ * body, and keyed by {@link webhookJobKey} so adding the same event for the
+ * same endpoint twice delivers it once. The job's name is the event type.
+ */
+export async function enqueueWebhook(
+  queue: RequeueQueue<WebhookJob> | RequeueQueue<unknown>,
+  job: WebhookJobInput,
+  { clock = systemClock, ...options }: EnqueueWebhookOptions = {},
+): Promise<AddedJob> {
+  const data = parseConfig(webhookJobSchema, job, 'webhook');
+  data.event.timestamp ??= new Date(clock.now()).toISOString();
+  return (queue as RequeueQueue<WebhookJob>).add(data.event.type, data, {
+    ...options,
+    idempotencyKey: webhookJobKey(data),
+    tags: { ...options.tags, endpoint: data.endpoint.id },
+  });
+}
