@@ -155,6 +155,24 @@ redis.call('PEXPIRE', KEYS[1], bucketMs * (buckets + 1))
 return {granted, requests, retries}
 `,
   },
+  /**
+   * Removes waiting jobs of a queue that no worker processes (a DLQ) in one
+   * call: list entry, hash and logs. Returns how many existed.
+   * KEYS: wait list. ARGV: job key prefix, ids…
+   */
+  requeueRemoveWaiting: {
+    numberOfKeys: 1,
+    lua: `
+local removed = 0
+for i = 2, #ARGV do
+  local jobKey = ARGV[1] .. ARGV[i]
+  if redis.call('DEL', jobKey) == 1 then removed = removed + 1 end
+  redis.call('DEL', jobKey .. ':logs')
+  redis.call('LREM', KEYS[1], 1, ARGV[i])
+end
+return removed
+`,
+  },
 } as const;
 
 type ScriptName = keyof typeof scripts;
@@ -182,4 +200,15 @@ export async function setStateIfLocked(
     state,
   );
   return result === 1;
+}
+
+/** Removes jobs waiting in a queue nobody processes (the DLQ), in one round trip. */
+export async function removeWaitingJobs(
+  redis: Redis,
+  waitKey: string,
+  jobKeyPrefix: string,
+  ids: readonly string[],
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  return (await withScripts(redis).requeueRemoveWaiting(waitKey, jobKeyPrefix, ...ids)) as number;
 }

@@ -5,6 +5,7 @@ import { parseConfig } from '../config/env.js';
 import { resolveRedis, type RedisLike } from '../redis/connection.js';
 import { jobIdForKey } from './job-id.js';
 import { deadLetterQueueName } from '../redis/keys.js';
+import { removeWaitingJobs } from '../redis/scripts.js';
 import { systemClock, type Clock } from '../util/system.js';
 import {
   attemptRecordSchema,
@@ -181,15 +182,13 @@ export class DeadLetterQueue {
   async replay(filter: DeadJobFilter, options: BulkOptions = {}): Promise<BulkProgress> {
     return this.bulk(filter, options, async (records) => {
       await this.source.addBulk(records.map((r) => replayEntry(r)));
-      await Promise.all(records.map((r) => this.bull.remove(dlqJobId(r.id))));
+      await this.removeDead(records.map((r) => r.id));
     });
   }
 
   /** Deletes matching dead jobs for good. */
   async purge(filter: DeadJobFilter, options: BulkOptions = {}): Promise<BulkProgress> {
-    return this.bulk(filter, options, async (records) => {
-      await Promise.all(records.map((r) => this.bull.remove(dlqJobId(r.id))));
-    });
+    return this.bulk(filter, options, (records) => this.removeDead(records.map((r) => r.id)));
   }
 
   /** Drops dead jobs past the retention's age and count. Returns how many went. */
@@ -204,7 +203,12 @@ export class DeadLetterQueue {
     if (excess > 0) {
       // Oldest first: BullMQ lists the wait list newest first unless asked otherwise.
       const oldest = await this.bull.getJobs([...liveStates], 0, excess - 1, true);
-      await Promise.all(oldest.map((job) => (job.id ? this.bull.remove(job.id) : undefined)));
+      await removeWaitingJobs(
+        this.redis,
+        this.bull.keys.wait!,
+        this.bull.toKey(''),
+        oldest.map((job) => String(job.id)),
+      );
       removed += oldest.length;
     }
     return removed;
@@ -214,6 +218,16 @@ export class DeadLetterQueue {
     await this.bull.close();
     await this.source.close();
     if (this.owned) this.redis.disconnect();
+  }
+
+  /** Removes dead jobs by source id, many per round trip. */
+  private async removeDead(sourceIds: string[]): Promise<void> {
+    await removeWaitingJobs(
+      this.redis,
+      this.bull.keys.wait!,
+      this.bull.toKey(''),
+      sourceIds.map(dlqJobId),
+    );
   }
 
   /** Pauses the DLQ once, so that a worker started on it by mistake takes nothing. */
@@ -228,14 +242,22 @@ export class DeadLetterQueue {
       if (record && matches(record, filter)) yield record;
       return;
     }
+    // Newest first, a page per round trip: only each job's `data` field is
+    // read, which is where the dead record lives (BullMQ's getJobs reads and
+    // builds whole jobs, several times slower on a large DLQ).
     const pageSize = 500;
+    const prefix = this.bull.toKey('');
     for (let start = 0; ; start += pageSize) {
-      const jobs = await this.bull.getJobs([...liveStates], start, start + pageSize - 1, false);
-      for (const job of jobs) {
-        const record = toRecord(job);
+      const ids = await this.redis.lrange(this.bull.keys.wait!, start, start + pageSize - 1);
+      if (ids.length === 0) return;
+      const pipeline = this.redis.pipeline();
+      for (const id of ids) pipeline.hget(prefix + id, 'data');
+      const replies = (await pipeline.exec()) ?? [];
+      for (const [, raw] of replies) {
+        const record = parseRecord(raw);
         if (record && matches(record, filter)) yield record;
       }
-      if (jobs.length < pageSize) return;
+      if (ids.length < pageSize) return;
     }
   }
 
@@ -286,6 +308,17 @@ function matches(record: DeadJobRecord, filter: DeadJobFilter): boolean {
 function toRecord(job: Job): DeadJobRecord | undefined {
   const parsed = deadJobRecordSchema.safeParse(job.data);
   return parsed.success ? parsed.data : undefined;
+}
+
+/** A dead record from a job hash's raw `data` field; anything unreadable is skipped. */
+function parseRecord(raw: unknown): DeadJobRecord | undefined {
+  if (typeof raw !== 'string') return undefined;
+  try {
+    const parsed = deadJobRecordSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

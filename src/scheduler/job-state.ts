@@ -95,8 +95,28 @@ export function parseJobState(raw: string | null | undefined): JobState | undefi
 export function readJobMeta(opts: unknown): JobMeta {
   const rq = (opts as { rq?: unknown } | undefined)?.rq;
   if (rq === undefined) return {};
+  if (isPlainMeta(rq)) return rq;
   const parsed = jobMetaSchema.safeParse(rq);
   return parsed.success ? parsed.data : {};
+}
+
+/**
+ * The common meta — at most a key and string tags — checked by hand: this
+ * runs for every job, and zod costs more than the rest of the happy path.
+ */
+function isPlainMeta(rq: unknown): rq is JobMeta {
+  if (typeof rq !== 'object' || rq === null) return false;
+  for (const [name, value] of Object.entries(rq)) {
+    if (name === 'key') {
+      if (typeof value !== 'string') return false;
+    } else if (name === 'tags') {
+      if (typeof value !== 'object' || value === null) return false;
+      if (!Object.values(value).every((v) => typeof v === 'string')) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 /** Serialises a state for the `rq` field, validating it on the way out. */

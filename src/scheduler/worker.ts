@@ -130,6 +130,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   readonly gate: BreakerGate;
   private readonly started: Promise<void>;
   private fetchPaused = false;
+  private readonly policyCache = new Map<string, RetryPolicy>();
   private resumeTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -240,7 +241,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     const meta = readJobMeta(job.opts);
     const state = await this.loadState(job, meta);
     const attempt = Math.max(1, job.attemptsStarted - state.deferrals);
-    const log = this.logger.child({ jobId: job.id, attempt });
+    // A child logger per job costs more than the rest of the happy path: make it only when used.
+    const log = (): Logger => this.logger.child({ jobId: job.id, attempt });
 
     if (state.dead) {
       // A crash came between marking this job dead and removing it: finish the move.
@@ -254,7 +256,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         attempt,
       );
     }
-    const policy = meta.policy ? parseRetryPolicy(meta.policy, 'job.policy') : this.policy;
+    const policy = meta.policy ? this.jobPolicy(meta.policy) : this.policy;
     this.recordStalls(state, attempt);
     if (attempt > policy.maxAttempts) {
       // Earlier attempts died with their worker; this one would exceed the limit.
@@ -274,7 +276,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       const parsed = this.options.schema.safeParse(job.data);
       if (!parsed.success) {
         const message = formatZodError(parsed.error, 'data');
-        log.warn({ reason: message }, 'invalid payload; dead-lettering');
+        log().warn({ reason: message }, 'invalid payload; dead-lettering');
         return this.deadLetter(job, token, meta, state, 'invalid-payload', message, attempt);
       }
       data = parsed.data;
@@ -319,7 +321,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         startedAt,
         err,
         details,
-        log,
+        log(),
         breakerKey,
         probeId,
       );
@@ -327,10 +329,22 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     if (breakerKey !== undefined)
       void this.gate
         .outcome(breakerKey, true, probeId)
-        .catch((err) => log.warn({ err }, 'breaker'));
+        .catch((err) => log().warn({ err }, 'breaker'));
     if (this.budgetOptions)
       this.gate.settle(successRefund(this.budgetOptions, attempt, state.lastRetryCost));
     return result;
+  }
+
+  /** A job's own policy, validated once per distinct policy rather than once per job. */
+  private jobPolicy(stored: Record<string, unknown>): RetryPolicy {
+    const key = JSON.stringify(stored);
+    let policy = this.policyCache.get(key);
+    if (!policy) {
+      policy = parseRetryPolicy(stored, 'job.policy');
+      if (this.policyCache.size >= 1000) this.policyCache.clear();
+      this.policyCache.set(key, policy);
+    }
+    return policy;
   }
 
   /** The breaker key of a job: the queue's own, or `breakerKey(job)`'s, or none. */
