@@ -176,6 +176,8 @@ export function onProbeResult(
 
 /** Manual isolate: open until closed by hand. */
 export function forceOpen(state: BreakerState, now: number): Step {
+  // Already isolated: nothing changes, nothing to tell the workers.
+  if (state.isolated) return { state, verdict: undefined };
   const next: BreakerState = {
     phase: 'open',
     openedAt: now,
@@ -186,7 +188,8 @@ export function forceOpen(state: BreakerState, now: number): Step {
   };
   return {
     state: next,
-    ...(state.phase !== 'open' ? { transition: 'opened' as const } : {}),
+    // Isolating a tripped circuit is a change too: workers must stop expecting a half-open time.
+    transition: 'opened',
     verdict: undefined,
   };
 }
