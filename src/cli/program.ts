@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/env.js';
 import { CliUsageError } from './cli-error.js';
+import { describeConnectionFailure } from './connection-flag.js';
 import { registerCommands } from './commands/index.js';
 
 /**
@@ -13,7 +14,10 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showSuggestionAfterError(true)
     .exitOverride()
-    .configureOutput({ outputError: (str, write) => write(str.trim() + '\n') });
+    .configureOutput({
+      // One line, even when commander adds a suggestion on a line of its own.
+      outputError: (str, write) => write(str.trim().replace(/\s*\n\s*/g, ' ') + '\n'),
+    });
   registerCommands(program);
   return program;
 }
@@ -34,7 +38,9 @@ export async function runCli(argv: string[]): Promise<number> {
       process.stderr.write(`requeue: ${err.message}\n`);
       return 2;
     }
-    process.stderr.write(`requeue: ${(err as Error)?.message ?? String(err)}\n`);
+    process.stderr.write(
+      `requeue: ${err instanceof Error ? describeConnectionFailure(err) : String(err)}\n`,
+    );
     return 1;
   }
 }

@@ -116,6 +116,9 @@ export class DeadLetterQueue {
     this.retention = parseConfig(retentionSchema, options.retention ?? {}, 'retention');
     this.bull = new Queue(deadLetterQueueName(sourceName), { connection: redis });
     this.source = new Queue(sourceName, { connection: redis });
+    // Connection trouble surfaces as the rejection of the call that met it.
+    this.bull.on('error', () => undefined);
+    this.source.on('error', () => undefined);
   }
 
   /**
@@ -124,6 +127,15 @@ export class DeadLetterQueue {
    */
   async put(record: DeadJobRecord): Promise<void> {
     await this.ensurePaused();
+    const existing = await this.get(record.id);
+    if (existing && existing.deadAt !== record.deadAt) {
+      // Another job under the same id (a key re-added after its first job died)
+      // died too: keep one record, with both lives' history.
+      record = { ...record, history: [...existing.history, ...record.history] };
+      await this.removeDead([record.id]);
+    } else if (existing) {
+      return; // The same death, stored already by a move that was interrupted.
+    }
     await this.bull.add(record.name, deadJobRecordSchema.parse(record), {
       jobId: dlqJobId(record.id),
       removeOnComplete: true,
@@ -193,23 +205,34 @@ export class DeadLetterQueue {
 
   /** Drops dead jobs past the retention's age and count. Returns how many went. */
   async applyRetention(): Promise<number> {
+    const wait = this.bull.keys.wait!;
+    const prefix = this.bull.toKey('');
+    const cutoff = this.clock.now() - this.retention.maxAgeMs;
     let removed = 0;
-    for (const state of liveStates) {
-      const ids = await this.bull.clean(this.retention.maxAgeMs, 10_000, state);
-      removed += ids.length;
+    // The DLQ's list is newest first, so the oldest are at its tail: take them
+    // from there while they are past the cutoff (by their deadAt).
+    for (;;) {
+      const ids = await this.redis.lrange(wait, -500, -1);
+      const pipeline = this.redis.pipeline();
+      for (const id of ids) pipeline.hget(prefix + id, 'data');
+      const replies = ids.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+      const old: string[] = [];
+      for (let i = ids.length - 1; i >= 0; i -= 1) {
+        const record = parseRecord(replies[i]?.[1]);
+        if (record && record.deadAt >= cutoff) break;
+        old.push(ids[i]!);
+      }
+      removed += await removeWaitingJobs(this.redis, wait, prefix, old);
+      if (old.length < 500) break;
     }
-    const total = await this.count();
-    const excess = total - this.retention.maxCount;
+    const excess = (await this.count()) - this.retention.maxCount;
     if (excess > 0) {
-      // Oldest first: BullMQ lists the wait list newest first unless asked otherwise.
-      const oldest = await this.bull.getJobs([...liveStates], 0, excess - 1, true);
-      await removeWaitingJobs(
+      removed += await removeWaitingJobs(
         this.redis,
-        this.bull.keys.wait!,
-        this.bull.toKey(''),
-        oldest.map((job) => String(job.id)),
+        wait,
+        prefix,
+        await this.redis.lrange(wait, -excess, -1),
       );
-      removed += oldest.length;
     }
     return removed;
   }

@@ -58,7 +58,13 @@ export const jobStateSchema = z.object({
   lastRetryCost: z.number().optional(),
   /** Set just before the job is copied to the DLQ: a crash after this resumes the move. */
   dead: z
-    .object({ reason: z.enum(deadReasons), message: z.string(), deadAt: z.number() })
+    .object({
+      reason: z.enum(deadReasons),
+      message: z.string(),
+      deadAt: z.number(),
+      /** Attempts the job made; a resumed move reports the same number. */
+      attempts: z.number().int().optional(),
+    })
     .optional(),
 });
 export type JobState = z.infer<typeof jobStateSchema>;

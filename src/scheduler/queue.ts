@@ -57,6 +57,9 @@ export class RequeueQueue<T = unknown> {
     this.policy =
       options.policy === undefined ? undefined : parseRetryPolicy(options.policy, 'queue.policy');
     this.bull = new Queue(name, { connection: redis });
+    // Connection trouble surfaces as the rejection of the call that met it;
+    // without a listener BullMQ would print every reconnection attempt.
+    this.bull.on('error', () => undefined);
   }
 
   /** Adds one job; with an `idempotencyKey` a second add of that key is a no-op. */
@@ -126,6 +129,7 @@ export interface QueueCounts {
 /** Reads the counts of a source queue and of its DLQ. */
 export async function queueCounts(queue: Queue, name: string, redis: Redis): Promise<QueueCounts> {
   const dlq = new Queue(deadLetterQueueName(name), { connection: redis });
+  dlq.on('error', () => undefined);
   try {
     const [live, dead] = await Promise.all([
       queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'),

@@ -253,11 +253,11 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         state,
         state.dead.reason,
         state.dead.message,
-        attempt,
+        state.dead.attempts ?? attempt - 1,
       );
     }
     const policy = meta.policy ? this.jobPolicy(meta.policy) : this.policy;
-    this.recordStalls(state, attempt);
+    const stalled = this.recordStalls(state, attempt);
     if (attempt > policy.maxAttempts) {
       // Earlier attempts died with their worker; this one would exceed the limit.
       return this.deadLetter(
@@ -332,6 +332,9 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         .catch((err) => log().warn({ err }, 'breaker'));
     if (this.budgetOptions)
       this.gate.settle(successRefund(this.budgetOptions, attempt, state.lastRetryCost));
+    // A success after a crash keeps the crashed attempts in the job's history.
+    if (stalled)
+      await setStateIfLocked(this.redis, this.jobKey(job), token, serializeJobState(state));
     return result;
   }
 
@@ -477,11 +480,12 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   }
 
   /** Adds a `stalled` record for each attempt that died with its worker. */
-  private recordStalls(state: JobState, attempt: number): void {
+  private recordStalls(state: JobState, attempt: number): boolean {
     const life = state.history.filter(
       (r) => r.replay === state.replays && r.outcome !== 'deferred',
     );
-    for (let missing = life.length + 1; missing < attempt; missing += 1) {
+    const first = life.length + 1;
+    for (let missing = first; missing < attempt; missing += 1) {
       state.history.push({
         attempt: missing,
         replay: state.replays,
@@ -491,6 +495,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         error: { class: 'Stalled', message: 'the worker stopped during this attempt' },
       });
     }
+    return first < attempt;
   }
 
   private async onFailure(
@@ -520,7 +525,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       }
     }
     this.gate.settle(0);
-    const firstFailedAt = state.firstFailedAt ?? startedAt;
+    // The window counts from the first failure, not from when that attempt began.
+    const firstFailedAt = state.firstFailedAt ?? now;
     let decision: FailureDecision = decideFailure({
       classification,
       policy,
@@ -634,7 +640,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     attempts: number,
   ): Promise<never> {
     const deadAt = state.dead?.deadAt ?? this.clock.now();
-    state.dead = { reason, message, deadAt };
+    state.dead = { reason, message, deadAt, attempts };
     const marked = await setStateIfLocked(
       this.redis,
       this.jobKey(job),

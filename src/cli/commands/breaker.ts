@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
 import { systemClock } from '../../util/system.js';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
@@ -7,7 +6,7 @@ import { BreakerStore, type BreakerStatus } from '../../redis/breaker-store.js';
 import { BudgetStore, type BudgetStatus } from '../../redis/budget-store.js';
 import { queueBreakerKey } from '../../scheduler/worker.js';
 import { parseJsonFlag } from '../cli-error.js';
-import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { printTable } from '../table.js';
 
 interface BreakerFlags {
@@ -108,15 +107,12 @@ async function withStores(
     opts.budget ? parseJsonFlag('--budget', opts.budget) : {},
     '--budget',
   );
-  const redis = new Redis(redisUrlFrom(opts), { maxRetriesPerRequest: 2 });
-  try {
-    await fn(
+  await withCliRedis(opts, (redis) =>
+    fn(
       new BreakerStore(redis, queue, breakerOptions),
       new BudgetStore(redis, queue, budgetOptions),
-    );
-  } finally {
-    redis.disconnect();
-  }
+    ),
+  );
 }
 
 function statusJson(s: BreakerStatus) {

@@ -6,7 +6,7 @@ import {
   type DeadJobRecord,
 } from '../../scheduler/dead-letter.js';
 import { CliUsageError, parseNumberFlag } from '../cli-error.js';
-import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { ProgressBar } from '../progress.js';
 import { redactSecrets } from '../redact.js';
 import { printTable, truncate } from '../table.js';
@@ -151,16 +151,18 @@ export function registerDlq(program: Command): void {
   ).action(async (queue: string, opts) => {
     const days = parseNumberFlag('--max-age-days', opts.maxAgeDays, { min: 0.0001 });
     const maxCount = parseNumberFlag('--max-count', opts.maxCount, { integer: true, min: 1 });
-    const dead = new DeadLetterQueue(queue, {
-      connection: redisUrlFrom(opts),
-      retention: { maxAgeMs: Math.round(days * 86_400_000), maxCount },
+    await withCliRedis(opts, async (redis) => {
+      const dead = new DeadLetterQueue(queue, {
+        connection: redis,
+        retention: { maxAgeMs: Math.round(days * 86_400_000), maxCount },
+      });
+      try {
+        const removed = await dead.applyRetention();
+        process.stdout.write(`removed ${removed} dead jobs\n`);
+      } finally {
+        await dead.close();
+      }
     });
-    try {
-      const removed = await dead.applyRetention();
-      process.stdout.write(`removed ${removed} dead jobs\n`);
-    } finally {
-      await dead.close();
-    }
   });
 }
 
@@ -224,12 +226,14 @@ async function withDlq<T>(
   opts: { redis?: string },
   fn: (dead: DeadLetterQueue) => Promise<T>,
 ): Promise<T> {
-  const dead = new DeadLetterQueue(queue, { connection: redisUrlFrom(opts) });
-  try {
-    return await fn(dead);
-  } finally {
-    await dead.close();
-  }
+  return withCliRedis(opts, async (redis) => {
+    const dead = new DeadLetterQueue(queue, { connection: redis });
+    try {
+      return await fn(dead);
+    } finally {
+      await dead.close();
+    }
+  });
 }
 
 async function runBulk(

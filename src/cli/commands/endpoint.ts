@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { EndpointStore } from '../../redis/endpoint-store.js';
 import { CliUsageError } from '../cli-error.js';
-import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { printTable, truncate } from '../table.js';
 
 /** `requeue endpoint list|enable|disable`: the webhook endpoints a queue will not deliver to. */
@@ -85,10 +85,12 @@ async function withStore<T>(
   opts: { redis?: string },
   fn: (store: EndpointStore) => Promise<T>,
 ): Promise<T> {
-  const store = new EndpointStore({ connection: redisUrlFrom(opts), cacheTtlMs: 0 });
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
+  return withCliRedis(opts, async (redis) => {
+    const store = new EndpointStore({ connection: redis, cacheTtlMs: 0 });
+    try {
+      return await fn(store);
+    } finally {
+      await store.close();
+    }
+  });
 }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createQueue } from '../../scheduler/queue.js';
 import { parseJsonFlag } from '../cli-error.js';
-import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import type { RetryPolicyInput } from '../../policy/retry-policy.js';
 
 /** `requeue enqueue <queue> --data <json> [--name N] [--id KEY] [--policy JSON]` */
@@ -23,17 +23,19 @@ export function registerEnqueue(program: Command): void {
       opts.policy === undefined
         ? undefined
         : (parseJsonFlag('--policy', opts.policy) as RetryPolicyInput);
-    const queue = createQueue(queueName, { connection: redisUrlFrom(opts) });
-    try {
-      const job = await queue.add(opts.name, data, {
-        ...(opts.id !== undefined ? { idempotencyKey: opts.id } : {}),
-        ...(policy !== undefined ? { policy } : {}),
-        ...(opts.delayMs !== undefined ? { delayMs: Number(opts.delayMs) } : {}),
-      });
-      if (opts.json) process.stdout.write(JSON.stringify({ queue: queueName, ...job }) + '\n');
-      else process.stdout.write(`enqueued ${job.name} as ${job.id} on ${queueName}\n`);
-    } finally {
-      await queue.close();
-    }
+    await withCliRedis(opts, async (redis) => {
+      const queue = createQueue(queueName, { connection: redis });
+      try {
+        const job = await queue.add(opts.name, data, {
+          ...(opts.id !== undefined ? { idempotencyKey: opts.id } : {}),
+          ...(policy !== undefined ? { policy } : {}),
+          ...(opts.delayMs !== undefined ? { delayMs: Number(opts.delayMs) } : {}),
+        });
+        if (opts.json) process.stdout.write(JSON.stringify({ queue: queueName, ...job }) + '\n');
+        else process.stdout.write(`enqueued ${job.name} as ${job.id} on ${queueName}\n`);
+      } finally {
+        await queue.close();
+      }
+    });
   });
 }

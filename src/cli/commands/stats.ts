@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createQueue } from '../../scheduler/queue.js';
-import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+import { withCliRedis, withRedisOption } from '../connection-flag.js';
 
 /** `requeue stats <queue> [--json]` */
 export function registerStats(program: Command): void {
@@ -11,19 +11,21 @@ export function registerStats(program: Command): void {
       .argument('<queue>', 'queue name')
       .option('--json', 'print the counts as JSON'),
   ).action(async (queueName: string, opts) => {
-    const queue = createQueue(queueName, { connection: redisUrlFrom(opts) });
-    try {
-      const counts = await queue.counts();
-      if (opts.json) {
-        process.stdout.write(JSON.stringify(counts) + '\n');
-        return;
+    await withCliRedis(opts, async (redis) => {
+      const queue = createQueue(queueName, { connection: redis });
+      try {
+        const counts = await queue.counts();
+        if (opts.json) {
+          process.stdout.write(JSON.stringify(counts) + '\n');
+          return;
+        }
+        const width = Math.max(...Object.keys(counts).map((k) => k.length));
+        for (const [state, n] of Object.entries(counts)) {
+          process.stdout.write(`${state.padEnd(width)}  ${n}\n`);
+        }
+      } finally {
+        await queue.close();
       }
-      const width = Math.max(...Object.keys(counts).map((k) => k.length));
-      for (const [state, n] of Object.entries(counts)) {
-        process.stdout.write(`${state.padEnd(width)}  ${n}\n`);
-      }
-    } finally {
-      await queue.close();
-    }
+    });
   });
 }

@@ -1,0 +1,296 @@
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { loadHandler } from '../../src/cli/commands/worker.js';
+import { createLogger } from '../../src/config/logger.js';
+import { freePort } from '../../src/redis/redis-server.js';
+import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { createQueue, type QueueCounts } from '../../src/scheduler/queue.js';
+import { createWorker } from '../../src/scheduler/worker.js';
+import { runTs, spawnTs, type CommandResult, type TsChild } from '../harness/child.js';
+import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { WorkerEventLog } from '../harness/worker-events.js';
+
+/** Every CLI call is a Node process started under tsx: a second or two each. */
+const CLI_TEST_TIMEOUT_MS = 90_000;
+const handlerModule = 'examples/flaky-handler.mjs';
+
+const admin = connect();
+let teardown: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  const steps = teardown.reverse();
+  teardown = [];
+  for (const step of steps) await step();
+});
+
+afterAll(() => {
+  admin.disconnect();
+});
+
+/** A queue name of its own, its keys removed after the test. */
+function queueName(prefix: string): string {
+  const name = uniqueQueueName(prefix);
+  teardown.push(() => cleanQueue(admin, name));
+  return name;
+}
+
+/** Runs `requeue ...args` to its end against the test Redis. */
+function requeue(...args: string[]): Promise<CommandResult> {
+  return runTs('src/cli/main.ts', args, { REDIS_URL: redisUrl() });
+}
+
+/** Runs `requeue ...args --json`, expects success and parses stdout. */
+async function requeueJson<T>(...args: string[]): Promise<T> {
+  const result = await requeue(...args, '--json');
+  expect(result, `requeue ${args.join(' ')}: ${result.stderr}`).toMatchObject({ code: 0 });
+  return JSON.parse(result.stdout) as T;
+}
+
+/** Starts `requeue worker` as a child process; killed after the test if still alive. */
+function startCliWorker(queue: string, ...flags: string[]): TsChild {
+  const child = spawnTs('src/cli/main.ts', ['worker', queue, ...flags], {
+    REDIS_URL: redisUrl(),
+  });
+  teardown.push(async () => {
+    await child.kill('SIGKILL');
+  });
+  return child;
+}
+
+/**
+ * Polls `requeue stats --json` until `done` holds. Bounded: it waits on
+ * another process, whose progress this process cannot observe otherwise.
+ */
+async function statsUntil(
+  queue: string,
+  done: (counts: QueueCounts) => boolean,
+  timeoutMs = 30_000,
+): Promise<QueueCounts> {
+  const deadline = Date.now() + timeoutMs;
+  let counts = await requeueJson<QueueCounts>('stats', queue);
+  while (!done(counts)) {
+    if (Date.now() > deadline) {
+      throw new Error(`stats did not reach the expected counts: ${JSON.stringify(counts)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    counts = await requeueJson<QueueCounts>('stats', queue);
+  }
+  return counts;
+}
+
+/** Expects a usage error: exit code 2, one line on stderr, no stack trace, nothing on stdout. */
+function expectUsageError(result: CommandResult, pattern: RegExp): void {
+  expect(result.code, result.stderr).toBe(2);
+  expect(result.stdout).toBe('');
+  expect(result.stderr.endsWith('\n')).toBe(true);
+  const lines = result.stderr.trimEnd().split('\n');
+  expect(lines, result.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(pattern);
+  expect(result.stderr).not.toMatch(/^\s+at /m);
+}
+
+describe('the requeue CLI', () => {
+  it(
+    'enqueues, runs a worker that retries and dead-letters, and reports it in stats and dlq list',
+    async () => {
+      const queue = queueName('cli-flow');
+      const enqueued = await Promise.all(
+        [
+          { name: 'transient', data: { fail: 'transient', times: 2 } },
+          { name: 'permanent', data: { fail: 'permanent' } },
+          { name: 'always', data: { fail: 'always' } },
+        ].map(({ name, data }) =>
+          requeueJson<{ queue: string; id: string; name: string }>(
+            'enqueue',
+            queue,
+            '--name',
+            name,
+            '--data',
+            JSON.stringify(data),
+          ),
+        ),
+      );
+      expect(enqueued.map((job) => [job.queue, job.name])).toEqual([
+        [queue, 'transient'],
+        [queue, 'permanent'],
+        [queue, 'always'],
+      ]);
+      const idOf = (name: string) => enqueued.find((job) => job.name === name)!.id;
+
+      const worker = startCliWorker(
+        queue,
+        '--handler',
+        handlerModule,
+        '--policy',
+        JSON.stringify({ strategy: 'fixed', baseMs: 50, capMs: 50, maxAttempts: 3 }),
+      );
+      // A dead job is in the DLQ a moment before it leaves the active list: wait for both.
+      const counts = await statsUntil(
+        queue,
+        (c) => c.completed + c.dead >= 3 && c.waiting + c.active + c.delayed === 0,
+      );
+      expect(counts).toEqual({
+        waiting: 0,
+        active: 0,
+        delayed: 0,
+        completed: 1,
+        failed: 0,
+        dead: 2,
+      });
+
+      const listed = await requeueJson<Record<string, unknown>[]>('dlq', 'list', queue);
+      expect(listed).toHaveLength(2);
+      for (const entry of listed) {
+        for (const field of ['id', 'name', 'data', 'reason', 'attempts', 'history', 'deadAt']) {
+          expect(entry, field).toHaveProperty(field);
+        }
+      }
+      const byName = new Map(listed.map((entry) => [entry.name, entry]));
+      expect(byName.get('permanent')).toMatchObject({
+        id: idOf('permanent'),
+        data: { fail: 'permanent' },
+        reason: 'permanent-error',
+        attempts: 1,
+      });
+      expect(byName.get('always')).toMatchObject({
+        id: idOf('always'),
+        data: { fail: 'always' },
+        reason: 'max-attempts',
+        attempts: 3,
+      });
+      expect((byName.get('always')!.history as unknown[]).length).toBe(3);
+
+      expect(await worker.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'shows, replays by reason and purges dead jobs',
+    async () => {
+      const queue = queueName('cli-dlq');
+      // The dead jobs are made in this process: the CLI is what is under test here.
+      const producer = createQueue(queue, { connection: redisUrl() });
+      const worker = createWorker(queue, await loadHandler(handlerModule), {
+        connection: redisUrl(),
+        logger: createLogger({ level: 'silent' }),
+        policy: { strategy: 'fixed', baseMs: 10, capMs: 10, maxAttempts: 2 },
+      });
+      const events = new WorkerEventLog(worker);
+      const stopWorker = worker.close.bind(worker);
+      let stopped: Promise<void> | undefined;
+      teardown.push(async () => {
+        await (stopped ??= stopWorker());
+        await producer.close();
+      });
+      const permanent = await producer.add('permanent', { fail: 'permanent' });
+      const always = await producer.add('always', { fail: 'always' });
+      await events.waitFor('bull:failed', (e) => e.jobId === permanent.id);
+      await events.waitFor('bull:failed', (e) => e.jobId === always.id);
+      // No worker from here on: a replayed job stays waiting.
+      await (stopped ??= stopWorker());
+
+      const shown = await requeueJson<Record<string, unknown>>('dlq', 'show', queue, always.id);
+      expect(shown).toMatchObject({
+        source: queue,
+        id: always.id,
+        name: 'always',
+        reason: 'max-attempts',
+        attempts: 2,
+      });
+      expect(shown.history).toHaveLength(2);
+      expectUsageError(await requeue('dlq', 'show', queue, 'nope'), /no dead job "nope"/);
+
+      expect(await requeueJson('dlq', 'replay', queue, '--reason', 'permanent-error')).toEqual({
+        done: 1,
+        total: 1,
+      });
+      const dlq = new DeadLetterQueue(queue, { connection: redisUrl() });
+      teardown.push(() => dlq.close());
+      expect((await dlq.list()).map((r) => r.id)).toEqual([always.id]);
+      // Back in the source queue, waiting for a worker, under its replay id.
+      expect(await producer.counts()).toMatchObject({ waiting: 1, dead: 1 });
+      expect(await producer.bull.getJob(`${permanent.id}-r1`)).toBeDefined();
+
+      expect(await requeueJson('dlq', 'purge', queue, '--all')).toEqual({ done: 1, total: 1 });
+      expect(await requeueJson<QueueCounts>('stats', queue)).toMatchObject({
+        waiting: 1,
+        dead: 0,
+      });
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'exits with code 2 and one line on a usage error',
+    async () => {
+      const queue = queueName('cli-usage');
+      const [bogus, noFilter, badReason] = await Promise.all([
+        requeue('stats', queue, '--bogus'),
+        requeue('dlq', 'replay', queue),
+        requeue('dlq', 'list', queue, '--reason', 'nope'),
+      ]);
+      expectUsageError(bogus, /--bogus/);
+      expectUsageError(noFilter, /--id.*--reason.*--all/);
+      expectUsageError(badReason, /--reason.*"nope"/);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'prints one line for a mistyped flag that has a suggestion',
+    async () => {
+      const queue = queueName('cli-typo');
+      expectUsageError(await requeue('stats', queue, '--jsn'), /--jsn.*--json/);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'fails with one line instead of hanging when Redis does not answer',
+    async () => {
+      const nobody = `redis://127.0.0.1:${await freePort()}`;
+      // Generous: a CLI that gives up on a refused connection does so at once.
+      const result = await runTs(
+        'src/cli/main.ts',
+        ['stats', 'anything', '--redis', nobody],
+        {},
+        10_000,
+      );
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(result.stderr).toMatch(/^requeue: /);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'drains the active job on SIGTERM and exits 0',
+    async () => {
+      const queue = queueName('cli-drain');
+      const marker = `requeue:{${queue}}:test:started`;
+      const producer = createQueue(queue, { connection: redisUrl() });
+      teardown.push(() => producer.close());
+      const { id } = await producer.add('slow', { marker, holdMs: 1_000 });
+
+      const worker = startCliWorker(queue, '--handler', 'test/fixtures/slow-handler.ts');
+      const blocking = connect();
+      try {
+        const started = await Promise.race([
+          blocking.blpop(marker, 30),
+          worker.exited.then((exit) => {
+            throw new Error(`worker exited (${exit.signal ?? exit.code}): ${worker.stderr()}`);
+          }),
+        ]);
+        expect(started?.[1]).toBe(id);
+      } finally {
+        blocking.disconnect();
+      }
+
+      expect(await worker.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+      const job = await producer.bull.getJob(id);
+      expect(await job?.getState()).toBe('completed');
+      expect(job?.returnvalue).toEqual({ heldMs: 1_000 });
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+});
