@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../config/logger.js';
 import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
-import type { Admission, BreakerState } from '../policy/breaker/breaker.js';
+import { admit, type Admission, type BreakerState } from '../policy/breaker/breaker.js';
 import { retryCost, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { BreakerStore, type BreakerMessage, type OutcomeBatch } from '../redis/breaker-store.js';
 import { BudgetStore } from '../redis/budget-store.js';
@@ -77,14 +77,10 @@ export class BreakerGate {
     const cached = this.cache.get(key);
     if (!cached || cached.phase === 'closed') return { kind: 'allow' };
     const now = this.options.clock.now();
-    if (
-      cached.phase === 'open' &&
-      (cached.isolated || (cached.halfOpenAt !== undefined && now < cached.halfOpenAt))
-    ) {
-      return {
-        kind: 'reject',
-        retryAt: cached.halfOpenAt ?? now + (this.options.breaker?.halfOpenRetryMs ?? 1_000),
-      };
+    if (cached.phase === 'open') {
+      // An open circuit turns jobs away by the cached state alone, by the same rule as in Redis.
+      const local = admit(cached, now, probeId, this.options.breaker!);
+      if (local.verdict.kind === 'reject' && local.transition === undefined) return local.verdict;
     }
     const { admission, message } = await this.breakers.admit(key, probeId, now);
     if (message) this.apply(message);

@@ -402,7 +402,10 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         details: { breakerKey: key, count: 1 },
       });
     }
-    if (key === queueBreakerKey) this.pauseFetching(retryAt);
+    if (key === queueBreakerKey) {
+      // An isolated circuit stays shut until closed by hand: no timer may resume fetching.
+      this.pauseFetching(this.gate.stateOf(key)?.isolated ? Number.POSITIVE_INFINITY : retryAt);
+    }
     try {
       const backend = (job as unknown as { backend: JobBackend }).backend;
       await backend.moveToDelayed(String(job.id), now, Math.round(delayMs), token, {
@@ -540,9 +543,9 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       const { granted, cost } = await this.gate.takeRetry(
         classification.kind === 'retry' && classification.timeout,
       );
-      if (granted) {
-        state.lastRetryCost = cost;
-      } else {
+      // A denied take costs nothing, so its success must refund nothing either.
+      state.lastRetryCost = cost;
+      if (!granted) {
         decision = applyEmptyBudget(decision, policy, now, this.budgetOptions.onEmpty);
         log.warn({ onEmpty: this.budgetOptions.onEmpty }, 'retry budget empty');
         this.emit('budget:exhausted', {

@@ -64,6 +64,7 @@ describe('breaker options', () => {
       halfOpenProbes: 1,
       probeTimeoutMs: 30_000,
       halfOpenRetryMs: 1_000,
+      isolatedRetryMs: 10_000,
       maxDeferrals: 1_000,
       flushIntervalMs: 100,
       flushSize: 64,
@@ -297,7 +298,7 @@ describe('manual control', () => {
     for (const later of [T0, T0 + o.openMs, T0 + o.maxOpenMs, T0 + 365 * 86_400_000]) {
       const verdict = admit(step.state, later, 'p', o);
       expect(verdict.transition).toBeUndefined();
-      expect(verdict.verdict).toEqual({ kind: 'reject', retryAt: later + o.halfOpenRetryMs });
+      expect(verdict.verdict).toEqual({ kind: 'reject', retryAt: later + o.isolatedRetryMs });
     }
     // Neither the window nor a stray probe result moves it.
     expect(onWindow(step.state, stats(100, 0), T0, o).state).toBe(step.state);
@@ -311,6 +312,13 @@ describe('manual control', () => {
     const fromHalf = forceOpen(halfOpen(o), T0 + 10);
     expect(fromHalf.transition).toBe('opened');
     expect(fromHalf.state).toMatchObject({ phase: 'open', isolated: true, probes: {} });
+  });
+
+  it('isolating a tripped circuit is a transition, so that it is published to the workers', () => {
+    const isolated = forceOpen(tripped(o), T0 + 10);
+    expect(isolated.transition).toBe('opened');
+    // Isolating again changes nothing the workers need to hear about.
+    expect(forceOpen(isolated.state, T0 + 20).transition).toBeUndefined();
   });
 
   it('forceClose resets any state to a clean closed one', () => {

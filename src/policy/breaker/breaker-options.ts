@@ -31,6 +31,11 @@ export const breakerOptionsSchema = z
     probeTimeoutMs: positiveMs.default(30_000),
     /** A job turned away while half-open waits this long before it asks again. @defaultValue `1_000` */
     halfOpenRetryMs: positiveMs.default(1_000),
+    /**
+     * A job turned away by an isolated circuit (forced open by hand) waits
+     * this long before it asks again. @defaultValue `10_000`
+     */
+    isolatedRetryMs: positiveMs.default(10_000),
     /** A job is deferred at most this many times, then dead-lettered (`max-deferrals`). @defaultValue `1_000` */
     maxDeferrals: z.number().int().min(1).default(1_000),
     /** Outcomes are sent to Redis at least this often. @defaultValue `100` */

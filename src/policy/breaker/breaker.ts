@@ -125,12 +125,12 @@ export function admit(
   let next = state;
   let transition: BreakerTransition | undefined;
   if (state.phase === 'open') {
-    if (state.isolated || state.halfOpenAt === undefined || now < state.halfOpenAt) {
-      return {
-        state,
-        verdict: { kind: 'reject', retryAt: state.halfOpenAt ?? now + options.halfOpenRetryMs },
-      };
+    if (state.isolated || state.halfOpenAt === undefined) {
+      // Isolated until closed by hand: ask again now and then, not every second.
+      return { state, verdict: { kind: 'reject', retryAt: now + options.isolatedRetryMs } };
     }
+    if (now < state.halfOpenAt)
+      return { state, verdict: { kind: 'reject', retryAt: state.halfOpenAt } };
     next = { ...state, phase: 'half-open', probes: {}, probeSuccesses: 0 };
     transition = 'half-open';
   }

@@ -47,8 +47,10 @@ export const budgetOptionsSchema = z.preprocess(
 );
 
 export type BudgetOptions = z.output<typeof budgetOptionsSchema>;
+/** Budget options as written: `kind` may be left out for the token bucket. */
 export type BudgetOptionsInput =
-  z.input<typeof tokenBucketSchema> | z.input<typeof ratioBudgetSchema>;
+  | (Omit<z.input<typeof tokenBucketSchema>, 'kind'> & { kind?: 'token-bucket' })
+  | z.input<typeof ratioBudgetSchema>;
 
 /** Validates budget options; errors name the field (`budget.capacity: …`). */
 export function parseBudgetOptions(input: unknown, label = 'budget'): BudgetOptions {

@@ -1,0 +1,80 @@
+import { performance } from 'node:perf_hooks';
+import { createLogger } from '../../src/config/logger.js';
+import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { createQueue } from '../../src/scheduler/queue.js';
+import { createWorker, type RequeueJob } from '../../src/scheduler/worker.js';
+import { Countdown } from '../support/countdown.js';
+import { httpError, requeuePolicy, scenarioFailures } from './scenarios.js';
+import { chunks, type RunContext, type RunResult, type Side, type Timed } from './side.js';
+
+const logger = createLogger({ level: 'silent' });
+
+/** requeue: `createQueue().addBulk`, then `createWorker` with the retry policy. */
+export const requeueSide: Side = {
+  label: 'requeue',
+  async run(ctx: RunContext): Promise<RunResult> {
+    const { connection, queueName, jobs, concurrency } = ctx;
+    const failures = scenarioFailures[ctx.scenario];
+    const queue = createQueue<{ i: number }>(queueName, { connection });
+    for (const chunk of chunks(jobs)) {
+      await queue.addBulk(chunk.map((i) => ({ name: 'bench', data: { i } })));
+    }
+
+    const handler = async (job: RequeueJob<{ i: number }>): Promise<void> => {
+      if (failures.kind === 'permanent') throw httpError(400);
+      if (job.attempt <= failures.count) throw httpError(503);
+    };
+    const worker = createWorker(queueName, handler, {
+      connection,
+      concurrency,
+      policy: requeuePolicy,
+      logger,
+      autorun: false,
+      // Keep every dead job of the run, so that all of them can be replayed.
+      retention: { maxCount: Math.max(10_000, jobs) },
+    });
+    const done = new Countdown(jobs, ctx.timeoutMs, async () =>
+      JSON.stringify(await queue.counts()),
+    );
+    worker.on(failures.kind === 'permanent' ? 'job:dead-lettered' : 'job:completed', done.tick);
+    worker.on('error', (err) => console.error(`requeue worker error: ${err.message}`));
+    let closed = false;
+    try {
+      await worker.waitUntilReady();
+      const probe = ctx.probe(ctx.scenario);
+      await probe.start();
+      const startedAt = performance.now();
+      const running = worker.run();
+      const finishedAt = await done.finished.finally(() => probe.stop());
+      // Closed before the replay: a live worker would dead-letter the replayed jobs again.
+      closed = true;
+      await worker.close();
+      await running;
+      const result: RunResult = { [ctx.scenario]: { jobs, elapsedMs: finishedAt - startedAt } };
+      if (failures.kind === 'permanent') result.replay = await replayAll(queueName, ctx);
+      return result;
+    } finally {
+      if (!closed) await worker.close({ timeoutMs: 1_000 });
+      await queue.close();
+    }
+  },
+};
+
+/** Times `dlq.replay({})` of every dead job of the run. */
+async function replayAll(queueName: string, ctx: RunContext): Promise<Timed> {
+  const dlq = new DeadLetterQueue(queueName, { connection: ctx.connection });
+  try {
+    const dead = await dlq.count();
+    if (dead !== ctx.jobs) throw new Error(`expected ${ctx.jobs} dead jobs, found ${dead}`);
+    const probe = ctx.probe('replay');
+    await probe.start();
+    const startedAt = performance.now();
+    const progress = await dlq.replay({});
+    const elapsedMs = performance.now() - startedAt;
+    await probe.stop();
+    if (progress.done !== ctx.jobs) throw new Error(`replayed ${progress.done} of ${ctx.jobs}`);
+    return { jobs: ctx.jobs, elapsedMs };
+  } finally {
+    await dlq.close();
+  }
+}

@@ -1,0 +1,87 @@
+import type { JobsOptions } from 'bullmq';
+import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
+
+/** The scenarios, in the order they run. */
+export const scenarioIds = ['no-failures', 'retry-1', 'retry-3', 'dead-letter'] as const;
+export type ScenarioId = (typeof scenarioIds)[number];
+
+/** What each job's handler does in a scenario. */
+export type Failures =
+  /** The first `count` attempts throw a 503; the next one succeeds. */
+  | { kind: 'transient'; count: number }
+  /** Every attempt throws a 400 (requeue) or an UnrecoverableError (BullMQ). */
+  | { kind: 'permanent' };
+
+export const scenarioFailures: Record<ScenarioId, Failures> = {
+  'no-failures': { kind: 'transient', count: 0 },
+  'retry-1': { kind: 'transient', count: 1 },
+  'retry-3': { kind: 'transient', count: 3 },
+  'dead-letter': { kind: 'permanent' },
+};
+
+/** One row of the results table; the dead-letter scenario yields two. */
+export const metricIds = ['no-failures', 'retry-1', 'retry-3', 'dead-letter', 'replay'] as const;
+export type MetricId = (typeof metricIds)[number];
+
+/** What a row must reach: a ratio requeue/BullMQ, an absolute requeue rate, or nothing. */
+export type Target =
+  { kind: 'ratio'; min: number } | { kind: 'rate'; min: number } | { kind: 'reference' };
+
+export interface MetricSpec {
+  label: string;
+  /** What the BullMQ column measures. */
+  reference: string;
+  target: Target;
+}
+
+export const metrics: Record<MetricId, MetricSpec> = {
+  'no-failures': {
+    label: '1. no failures',
+    reference: 'a Worker with the same job options; nothing fails',
+    target: { kind: 'ratio', min: 0.95 },
+  },
+  'retry-1': {
+    label: '2. 1 transient failure (503) per job',
+    reference: 'attempts 5, exponential backoff delay 1 jitter 1',
+    target: { kind: 'ratio', min: 1.0 },
+  },
+  'retry-3': {
+    label: '3. 3 transient failures (503) per job',
+    reference: 'attempts 5, exponential backoff delay 1 jitter 1',
+    target: { kind: 'ratio', min: 1.0 },
+  },
+  'dead-letter': {
+    label: '4a. permanent failure (400) → DLQ',
+    reference: 'UnrecoverableError → failed set',
+    target: { kind: 'reference' },
+  },
+  replay: {
+    label: '4b. DLQ replay',
+    reference: "queue.retryJobs({ state: 'failed' })",
+    target: { kind: 'rate', min: 10_000 },
+  },
+};
+
+/** requeue's policy in the retry scenarios: delays of a few ms, so the overhead shows. */
+export const requeuePolicy: RetryPolicyInput = {
+  strategy: 'full-jitter',
+  baseMs: 1,
+  capMs: 5,
+  maxAttempts: 5,
+};
+
+/** Retention both sides use: requeue stamps these on every job (src/scheduler/queue.ts). */
+const retention = { age: 7 * 24 * 3600, count: 10_000 };
+
+/** Options of a bare BullMQ job: BullMQ's own exponential backoff with full jitter. */
+export const bullJobOptions: JobsOptions = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 1, jitter: 1 },
+  removeOnComplete: retention,
+  removeOnFail: retention,
+};
+
+/** The error a handler throws: an HTTP-like failure with a status. */
+export function httpError(status: number): Error & { status: number } {
+  return Object.assign(new Error(`HTTP ${status}`), { status });
+}
