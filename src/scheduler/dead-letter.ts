@@ -127,7 +127,8 @@ export class DeadLetterQueue {
    */
   async put(record: DeadJobRecord): Promise<void> {
     await this.ensurePaused();
-    const existing = await this.get(record.id);
+    // One light read (the `data` field only): is this id in the DLQ already?
+    const existing = parseRecord(await this.redis.hget(this.bull.toKey(dlqJobId(record.id)), 'data'));
     if (existing && existing.deadAt !== record.deadAt) {
       // Another job under the same id (a key re-added after its first job died)
       // died too: keep one record, with both lives' history.
