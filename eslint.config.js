@@ -20,12 +20,23 @@ export default tseslint.config(
       },
     },
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-restricted-properties': [
         'error',
-        { object: 'Math', property: 'random', message: 'Inject a Random (src/util/system.ts is the one place that reads Math.random).' },
-        { object: 'Date', property: 'now', message: 'Inject a Clock (src/util/system.ts is the one place that reads Date.now).' },
+        {
+          object: 'Math',
+          property: 'random',
+          message: 'Inject a Random (src/util/system.ts is the one place that reads Math.random).',
+        },
+        {
+          object: 'Date',
+          property: 'now',
+          message: 'Inject a Clock (src/util/system.ts is the one place that reads Date.now).',
+        },
       ],
     },
   },

@@ -128,7 +128,9 @@ export class DeadLetterQueue {
   async put(record: DeadJobRecord): Promise<void> {
     await this.ensurePaused();
     // One light read (the `data` field only): is this id in the DLQ already?
-    const existing = parseRecord(await this.redis.hget(this.bull.toKey(dlqJobId(record.id)), 'data'));
+    const existing = parseRecord(
+      await this.redis.hget(this.bull.toKey(dlqJobId(record.id)), 'data'),
+    );
     if (existing && existing.deadAt !== record.deadAt) {
       // Another job under the same id (a key re-added after its first job died)
       // died too: keep one record, with both lives' history.
@@ -149,9 +151,10 @@ export class DeadLetterQueue {
     }
   }
 
-  /** One dead job, or undefined. */
+  /** One dead job by its id — or by its idempotency key — or undefined. */
   async get(id: string): Promise<DeadJobRecord | undefined> {
-    const job = await this.bull.getJob(dlqJobId(id));
+    const job =
+      (await this.bull.getJob(dlqJobId(id))) ?? (await this.bull.getJob(dlqJobId(jobIdForKey(id))));
     return job ? toRecord(job) : undefined;
   }
 
@@ -263,7 +266,7 @@ export class DeadLetterQueue {
   private async *scan(filter: DeadJobFilter): AsyncGenerator<DeadJobRecord> {
     if (filter.id !== undefined) {
       const record = await this.get(filter.id);
-      if (record && matches(record, filter)) yield record;
+      if (record && matches({ ...record, id: filter.id }, filter)) yield record;
       return;
     }
     // Newest first, a page per round trip: only each job's `data` field is
