@@ -5,6 +5,31 @@ import type { Redis } from 'ioredis';
  * They store and move state; what the state means is decided in
  * `src/policy/`.
  */
+/**
+ * Lua shared by the windowed scripts: sums a bucketed window's counters
+ * (fields `<bucket>:<letter>`) by letter, deleting buckets that have left
+ * the window; fields of another shape come back as they are.
+ */
+const readWindow = `
+local function readWindow(key, bucket, buckets)
+  local sums, other = {}, {}
+  local fields = redis.call('HGETALL', key)
+  for i = 1, #fields, 2 do
+    local name, value = fields[i], tonumber(fields[i + 1])
+    local b = tonumber(string.match(name, '^(%-?%d+):'))
+    if b == nil then
+      other[name] = value
+    elseif b <= bucket - buckets then
+      redis.call('HDEL', key, name)
+    else
+      local letter = string.sub(name, -1)
+      sums[letter] = (sums[letter] or 0) + value
+    end
+  end
+  return sums, other
+end
+`;
+
 const scripts = {
   /** Writes a job's `rq` state only while `token` still holds the job's lock. */
   requeueSetStateIfLocked: {
@@ -26,7 +51,7 @@ return 0
    */
   requeueBreakerRecord: {
     numberOfKeys: 3,
-    lua: `
+    lua: `${readWindow}
 local now, bucketMs, buckets = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local total, failures, trailing = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local bucket = math.floor(now / bucketMs)
@@ -41,25 +66,9 @@ if total > 0 then
   redis.call('PEXPIRE', KEYS[1], bucketMs * (buckets + 1))
   redis.call('SADD', KEYS[3], ARGV[8])
 end
-local sumT, sumF, cf = 0, 0, 0
-local fields = redis.call('HGETALL', KEYS[1])
-for i = 1, #fields, 2 do
-  local name, value = fields[i], tonumber(fields[i + 1])
-  if name == 'cf' then
-    cf = value
-  else
-    local b = tonumber(string.match(name, '^(%-?%d+):'))
-    if b == nil or b <= bucket - buckets then
-      redis.call('HDEL', KEYS[1], name)
-    elseif string.sub(name, -2) == ':t' then
-      sumT = sumT + value
-    else
-      sumF = sumF + value
-    end
-  end
-end
+local sums, other = readWindow(KEYS[1], bucket, buckets)
 local state = redis.call('HMGET', KEYS[2], 's', 'v')
-return {sumT, sumF, cf, state[1] or '', tonumber(state[2] or '0')}
+return {sums.t or 0, sums.f or 0, other.cf or 0, state[1] or '', tonumber(state[2] or '0')}
 `,
   },
   /**
@@ -126,23 +135,12 @@ return tostring(tokens)
    */
   requeueRatioBudget: {
     numberOfKeys: 1,
-    lua: `
+    lua: `${readWindow}
 local now, bucketMs, buckets = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local bucket = math.floor(now / bucketMs)
 if tonumber(ARGV[4]) > 0 then redis.call('HINCRBY', KEYS[1], bucket .. ':q', ARGV[4]) end
-local requests, retries = 0, 0
-local fields = redis.call('HGETALL', KEYS[1])
-for i = 1, #fields, 2 do
-  local name, value = fields[i], tonumber(fields[i + 1])
-  local b = tonumber(string.match(name, '^(%-?%d+):'))
-  if b == nil or b <= bucket - buckets then
-    redis.call('HDEL', KEYS[1], name)
-  elseif string.sub(name, -2) == ':q' then
-    requests = requests + value
-  else
-    retries = retries + value
-  end
-end
+local sums = readWindow(KEYS[1], bucket, buckets)
+local requests, retries = sums.q or 0, sums.r or 0
 local granted = 0
 if ARGV[5] == '1' then
   if retries + 1 <= math.max(tonumber(ARGV[7]), tonumber(ARGV[6]) * requests) then

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { ConfigError } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
-import { waitForSignal } from '../../src/cli/commands/worker.js';
+import { waitForSignal } from '../../src/util/signals.js';
 import { loadServiceConfig } from './config.js';
 import { startService } from './service.js';
 

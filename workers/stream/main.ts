@@ -9,6 +9,7 @@
  * The handler module may also export a zod `schema` for the fields.
  */
 import { resolve } from 'node:path';
+import { waitForSignal } from '../../src/util/signals.js';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { ConfigError, parseConfig } from '../../src/config/env.js';
@@ -76,19 +77,6 @@ function parsePolicy(json: string | undefined) {
     throw new ConfigError('env.POLICY: not valid JSON');
   }
   return parseRetryPolicy(value, 'env.POLICY');
-}
-
-/** Resolves on the first SIGTERM or SIGINT. */
-function waitForSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolveSignal) => {
-    const on = (signal: NodeJS.Signals) => {
-      process.off('SIGTERM', on);
-      process.off('SIGINT', on);
-      resolveSignal(signal);
-    };
-    process.on('SIGTERM', on);
-    process.on('SIGINT', on);
-  });
 }
 
 async function main(): Promise<void> {

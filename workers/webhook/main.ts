@@ -18,6 +18,7 @@ import { ConfigError, envSchema, parseConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
 import { defaultRedisUrl } from '../../src/redis/connection.js';
 import { createWebhookWorker } from './worker.js';
+import { waitForSignal } from '../../src/util/signals.js';
 
 const flag = z
   .enum(['true', 'false', '1', '0', ''])
@@ -45,19 +46,6 @@ export const webhookEnvSchema = envSchema.extend({
   WEBHOOK_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
 });
 
-/** Resolves with the first SIGTERM or SIGINT. */
-function firstSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const on = (signal: NodeJS.Signals): void => {
-      process.off('SIGTERM', on);
-      process.off('SIGINT', on);
-      resolve(signal);
-    };
-    process.on('SIGTERM', on);
-    process.on('SIGINT', on);
-  });
-}
-
 async function main(): Promise<void> {
   const env = parseConfig(webhookEnvSchema, process.env, 'env');
   const logger = createLogger({ name: 'requeue-webhooks', level: env.LOG_LEVEL });
@@ -80,7 +68,7 @@ async function main(): Promise<void> {
     'webhook worker started',
   );
 
-  const signal = await firstSignal();
+  const signal = await waitForSignal();
   logger.info({ signal, shutdownTimeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS }, 'draining');
   // A second signal while draining means "now": what is active comes back through stalled recovery.
   const force = (again: NodeJS.Signals): void => {

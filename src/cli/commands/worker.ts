@@ -6,6 +6,7 @@ import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
 import { parseRetryPolicy } from '../../policy/retry-policy.js';
 import { createWorker, type Handler } from '../../scheduler/worker.js';
+import { waitForSignal } from '../../util/signals.js';
 import { CliUsageError, parseJsonFlag, parseNumberFlag } from '../cli-error.js';
 import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
 
@@ -85,17 +86,4 @@ export async function loadHandler(path: string): Promise<Handler<unknown, unknow
     throw new CliUsageError(`--handler: ${path} has no default export function`);
   }
   return mod.default as Handler<unknown, unknown>;
-}
-
-/** Resolves on the first SIGTERM or SIGINT. */
-export function waitForSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolveSignal) => {
-    const on = (signal: NodeJS.Signals) => {
-      process.off('SIGTERM', on);
-      process.off('SIGINT', on);
-      resolveSignal(signal);
-    };
-    process.on('SIGTERM', on);
-    process.on('SIGINT', on);
-  });
 }
