@@ -1,9 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { createLogger } from '../src/config/logger.js';
-import { createQueue } from '../src/scheduler/queue.js';
-import { createWorker } from '../src/scheduler/worker.js';
+// The built package, as users run it (`npm run build` first; the bench scripts do).
+import { createLogger, createQueue, createWorker } from 'requeue';
 import { Countdown } from './support/countdown.js';
 
 /**

@@ -219,8 +219,8 @@ export function renderMarkdown(input: {
     '- Handlers return (or throw) at once, so the figures are the scheduler’s overhead. Jobs ' +
       'are pre-loaded with `addBulk`; a run is timed from `worker.run()` to the event of its ' +
       'last job (`job:completed` / `job:dead-lettered` for requeue, `completed` / `failed` for ' +
-      'BullMQ). Both sides keep finished jobs alike (7 days / 10,000 jobs). requeue runs from ' +
-      '`src/` through tsx; BullMQ from its published build.',
+      'BullMQ). Both sides keep finished jobs alike (7 days / 10,000 jobs). Both run built ' +
+      'code: requeue from its own `dist/` (as the package `requeue`), BullMQ from its published build.',
     '- requeue’s policy in scenarios 2–3: `full-jitter`, baseMs 1, capMs 5, maxAttempts 5. ' +
       'BullMQ: `attempts: 5, backoff: { type: "exponential", delay: 1, jitter: 1 }`. So ' +
       'BullMQ’s first retry waits ⌊random·1⌋ = 0 ms and goes straight back to `wait` ' +

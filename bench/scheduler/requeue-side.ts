@@ -1,8 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { createLogger } from '../../src/config/logger.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
-import { createQueue } from '../../src/scheduler/queue.js';
-import { createWorker, type RequeueJob } from '../../src/scheduler/worker.js';
+// The built package, as users run it (`npm run build` first; the bench scripts do).
+import { createLogger, createQueue, createWorker, DeadLetterQueue, type RequeueJob } from 'requeue';
 import { Countdown } from '../support/countdown.js';
 import { httpError, requeuePolicy, scenarioFailures } from './scenarios.js';
 import { chunks, type RunContext, type RunResult, type Side, type Timed } from './side.js';

@@ -28,6 +28,8 @@ export interface RedisServerOptions {
   binary?: string;
   /** How long to wait for the server to answer. @defaultValue `10_000` */
   startTimeoutMs?: number;
+  /** More `redis-server` arguments, e.g. `['--requirepass', secret]`. @defaultValue `[]` */
+  args?: string[];
 }
 
 /** Asks the OS for a free TCP port on loopback. */
@@ -101,6 +103,7 @@ export async function startRedisServer(
       'no',
       '--protected-mode',
       'yes',
+      ...(options.args ?? []),
     ];
     const proc = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;

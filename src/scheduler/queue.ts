@@ -2,7 +2,11 @@ import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { ConfigError, formatZodError } from '../config/env.js';
-import { parseRetryPolicy, type RetryPolicyInput } from '../policy/retry-policy.js';
+import {
+  parseRetryPolicy,
+  type RetryPolicy,
+  type RetryPolicyInput,
+} from '../policy/retry-policy.js';
 import { resolveRedis, type RedisLike } from '../redis/connection.js';
 import { deadLetterQueueName } from '../redis/keys.js';
 import { jobIdForKey } from './job-id.js';
@@ -44,7 +48,7 @@ export class RequeueQueue<T = unknown> {
   readonly bull: Queue;
   private readonly redis: Redis;
   private readonly owned: boolean;
-  private readonly policy: RetryPolicyInput | undefined;
+  private readonly policy: RetryPolicy | undefined;
 
   constructor(
     readonly name: string,
@@ -98,9 +102,11 @@ export class RequeueQueue<T = unknown> {
   }
 
   private jobOptions(opts: AddOptions): JobsOptions {
-    const policySource = opts.policy ?? this.policy;
     const meta: JobMeta = {};
-    if (policySource !== undefined) meta.policy = parseRetryPolicy(policySource, 'policy');
+    // The queue's policy was validated once, when the queue was made.
+    const policy =
+      opts.policy !== undefined ? parseRetryPolicy(opts.policy, 'policy') : this.policy;
+    if (policy !== undefined) meta.policy = policy;
     if (opts.idempotencyKey !== undefined) meta.key = opts.idempotencyKey;
     if (opts.tags) meta.tags = opts.tags;
     const jobOpts: JobsOptions & { rq?: JobMeta } = {
@@ -108,8 +114,9 @@ export class RequeueQueue<T = unknown> {
       attempts: 1,
       removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
       removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
-      rq: meta,
     };
+    // Every byte of options is read and written on each move: leave out an empty meta.
+    if (Object.keys(meta).length > 0) jobOpts.rq = meta;
     if (opts.idempotencyKey !== undefined) jobOpts.jobId = jobIdForKey(opts.idempotencyKey);
     if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
     return jobOpts;

@@ -131,6 +131,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private readonly started: Promise<void>;
   private fetchPaused = false;
   private readonly policyCache = new Map<string, RetryPolicy>();
+  /** The attempt number each running job is on (deferrals do not count), for events. */
+  private readonly attempts = new WeakMap<Job, number>();
   private resumeTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -182,7 +184,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       this.emit('job:completed', {
         queue: name,
         jobId: String(job.id),
-        attempt: job.attemptsStarted,
+        attempt: this.attempts.get(job) ?? job.attemptsStarted,
         result,
       });
     });
@@ -241,6 +243,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     const meta = readJobMeta(job.opts);
     const state = await this.loadState(job, meta);
     const attempt = Math.max(1, job.attemptsStarted - state.deferrals);
+    this.attempts.set(job, attempt);
     // A child logger per job costs more than the rest of the happy path: make it only when used.
     const log = (): Logger => this.logger.child({ jobId: job.id, attempt });
 
@@ -353,7 +356,17 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   /** The breaker key of a job: the queue's own, or `breakerKey(job)`'s, or none. */
   private breakerKeyOf(job: RequeueJob<T>): string | undefined {
     if (!this.breakerOptions) return undefined;
-    return this.options.breakerKey ? this.options.breakerKey(job) : queueBreakerKey;
+    if (!this.options.breakerKey) return queueBreakerKey;
+    try {
+      return this.options.breakerKey(job);
+    } catch (err) {
+      // A key function that chokes on one job must not take the worker down: no breaker for it.
+      this.logger.warn(
+        { err, jobId: job.id },
+        'breakerKey threw; running the job without a breaker',
+      );
+      return undefined;
+    }
   }
 
   /**

@@ -4,12 +4,13 @@ import { mkdtemp, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/config/logger.js';
+import { pino } from 'pino';
+import { createLogger, redactPaths } from '../../src/config/logger.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
 import { chooseRedis, noRedisHelp } from '../../workers/service/embedded-redis.js';
 import { startService, type RunningService } from '../../workers/service/service.js';
 import { verifyWebhook } from '../../workers/webhook/index.js';
-import { freePort } from '../../src/redis/redis-server.js';
+import { freePort, startRedisServer } from '../../src/redis/redis-server.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -202,5 +203,53 @@ describe('the embedded Redis default', () => {
     expect(noRedisHelp).toMatch(/apt-get install redis-server/);
     expect(noRedisHelp).toMatch(/docker compose up/);
     expect(noRedisHelp.split('\n')).toHaveLength(1);
+  });
+});
+
+describe('secrets in the service logs', () => {
+  it('never writes the Redis password, the intake token or a webhook secret to a log line', async () => {
+    const password = 'redis-pass-5f8d2c';
+    const token = 'intake-token-9a7b6c5d4e3f';
+    const server = await startRedisServer({ appendonly: false, args: ['--requirepass', password] });
+    const lines: string[] = [];
+    const captured = pino(
+      { level: 'trace', redact: { paths: redactPaths, censor: '[redacted]' } },
+      { write: (line: string) => lines.push(line) },
+    );
+    const queue = uniqueQueueName('svc-secret');
+    const running = await startService(
+      parseServiceConfig({
+        port: 0,
+        redisUrl: `redis://:${password}@127.0.0.1:${server.port}`,
+        intake: { token },
+        webhooks: { queue, policy: { strategy: 'fixed', baseMs: 50, capMs: 50, maxAttempts: 2 } },
+      }),
+      captured,
+    );
+    try {
+      const dead = new Promise<void>((resolve) =>
+        running.workers[0]!.once('job:dead-lettered', () => resolve()),
+      );
+      const res = await fetch(`${running.url}/v1/webhooks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        // Loopback is refused by the SSRF guard: the job fails and dies, and is logged.
+        body: JSON.stringify({
+          endpoint: { id: 'ep', url: 'http://127.0.0.1:9/hook', secret },
+          event: { id: 'evt_s', type: 't', payload: { secret, password } },
+        }),
+      });
+      expect(res.status).toBe(202);
+      await dead;
+    } finally {
+      await running.stop();
+      await server.stop();
+    }
+    const log = lines.join('');
+    expect(log).toContain('job dead-lettered');
+    expect(log).toContain('redis://:***@127.0.0.1');
+    for (const value of [password, token, secret, secret.slice('whsec_'.length)]) {
+      expect(log).not.toContain(value);
+    }
   });
 });

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
-import { createLogger, type Logger } from '../../src/config/logger.js';
+import { createLogger, maskUrl, type Logger } from '../../src/config/logger.js';
 import { createRedis } from '../../src/redis/connection.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
@@ -97,7 +97,8 @@ export async function startService(
   logger.info(
     {
       url,
-      redis: redisChoice.source,
+      // The password, if any, is masked: secrets never reach a log line.
+      redis: { source: redisChoice.source, url: maskUrl(redisChoice.url) },
       queues: [...queues.keys()],
       webhooks: config.webhooks.enabled,
     },

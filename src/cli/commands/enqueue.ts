@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createQueue } from '../../scheduler/queue.js';
-import { parseJsonFlag } from '../cli-error.js';
+import { parseJsonFlag, parseNumberFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import type { RetryPolicyInput } from '../../policy/retry-policy.js';
 
@@ -29,7 +29,9 @@ export function registerEnqueue(program: Command): void {
         const job = await queue.add(opts.name, data, {
           ...(opts.id !== undefined ? { idempotencyKey: opts.id } : {}),
           ...(policy !== undefined ? { policy } : {}),
-          ...(opts.delayMs !== undefined ? { delayMs: Number(opts.delayMs) } : {}),
+          ...(opts.delayMs !== undefined
+            ? { delayMs: parseNumberFlag('--delay-ms', opts.delayMs, { integer: true, min: 0 }) }
+            : {}),
         });
         if (opts.json) process.stdout.write(JSON.stringify({ queue: queueName, ...job }) + '\n');
         else process.stdout.write(`enqueued ${job.name} as ${job.id} on ${queueName}\n`);
