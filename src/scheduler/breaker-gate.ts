@@ -20,6 +20,8 @@ export interface BreakerGateOptions {
 
 type Pending = OutcomeBatch;
 
+const allow: Admission = Object.freeze({ kind: 'allow' });
+
 /**
  * A worker's view of the shared breaker and budget. Cheap when healthy: a
  * closed circuit is known from a local cache kept current by pub/sub, so
@@ -72,17 +74,21 @@ export class BreakerGate {
   }
 
   /** May a job of `key` run? Closed circuits answer from the cache. */
-  async check(key: string, probeId: string): Promise<Admission> {
-    if (!this.breakers) return { kind: 'allow' };
-    const cached = this.cache.get(key);
-    if (!cached || cached.phase === 'closed') return { kind: 'allow' };
+  check(key: string, probeId: () => string): Admission | Promise<Admission> {
+    // The healthy path answers synchronously: no promise, no round trip.
+    const cached = this.breakers ? this.cache.get(key) : undefined;
+    if (!cached || cached.phase === 'closed') return allow;
+    return this.checkOpen(key, cached, probeId());
+  }
+
+  private async checkOpen(key: string, cached: BreakerState, probeId: string): Promise<Admission> {
     const now = this.options.clock.now();
     if (cached.phase === 'open') {
       // An open circuit turns jobs away by the cached state alone, by the same rule as in Redis.
       const local = admit(cached, now, probeId, this.options.breaker!);
       if (local.verdict.kind === 'reject' && local.transition === undefined) return local.verdict;
     }
-    const { admission, message } = await this.breakers.admit(key, probeId, now);
+    const { admission, message } = await this.breakers!.admit(key, probeId, now);
     if (message) this.apply(message);
     return admission;
   }
@@ -91,18 +97,9 @@ export class BreakerGate {
    * Records an attempt's outcome for `key`'s window. A probe's result is
    * sent at once (it decides the circuit); others wait for the next batch.
    */
-  async outcome(key: string, success: boolean, probeId?: string): Promise<void> {
-    if (!this.breakers) return;
-    if (probeId !== undefined) {
-      const message = await this.breakers.probeResult(
-        key,
-        probeId,
-        success,
-        this.options.clock.now(),
-      );
-      if (message) this.apply(message);
-      return;
-    }
+  outcome(key: string, success: boolean, probeId?: string): Promise<void> | undefined {
+    if (!this.breakers) return undefined;
+    if (probeId !== undefined) return this.probeOutcome(key, probeId, success);
     const entry = this.pending.get(key) ?? { successes: 0, failures: 0, trailingFailures: 0 };
     if (success) {
       entry.successes += 1;
@@ -118,6 +115,13 @@ export class BreakerGate {
     // calls, not after a batch interval's worth of them.
     if (success) this.schedule();
     else void this.flush();
+    return undefined;
+  }
+
+  private async probeOutcome(key: string, probeId: string, success: boolean): Promise<void> {
+    const now = this.options.clock.now();
+    const message = await this.breakers!.probeResult(key, probeId, success, now);
+    if (message) this.apply(message);
   }
 
   /** Takes a retry from the budget; true when granted (or when there is no budget). */

@@ -305,7 +305,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     const breakerKey = this.breakerKeyOf(handle);
     let probeId: string | undefined;
     if (breakerKey !== undefined) {
-      const admission = await this.gate.check(breakerKey, `${job.id}:${job.attemptsStarted}`);
+      const checked = this.gate.check(breakerKey, () => `${job.id}:${job.attemptsStarted}`);
+      const admission = checked instanceof Promise ? await checked : checked;
       if (admission.kind === 'reject')
         return this.defer(job, token, meta, state, attempt, breakerKey, admission.retryAt);
       if (admission.kind === 'probe') probeId = admission.probeId;
@@ -330,9 +331,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       );
     }
     if (breakerKey !== undefined)
-      void this.gate
-        .outcome(breakerKey, true, probeId)
-        .catch((err) => log().warn({ err }, 'breaker'));
+      this.gate.outcome(breakerKey, true, probeId)?.catch((err) => log().warn({ err }, 'breaker'));
     if (this.budgetOptions)
       this.gate.settle(successRefund(this.budgetOptions, attempt, state.lastRetryCost));
     // A success after a crash keeps the crashed attempts in the job's history.
@@ -535,9 +534,9 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       // got a permanent answer shows the dependency is answering.
       const healthy = classification.kind === 'permanent';
       if (!healthy || probeId !== undefined) {
-        void this.gate
+        this.gate
           .outcome(breakerKey, healthy, probeId)
-          .catch((e) => log.warn({ err: e }, 'breaker'));
+          ?.catch((e) => log.warn({ err: e }, 'breaker'));
       }
     }
     this.gate.settle(0);
