@@ -11,12 +11,12 @@
  *    time until the last of them starts its last handler call.
  */
 import { randomUUID } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
 import { relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { format, resolveConfig } from 'prettier';
 import { printTable } from '../src/cli/table.js';
+import { writeResultsSection } from './support/results-file.js';
 import { createRedis } from '../src/redis/connection.js';
 import { startRedisServer, type RedisServerHandle } from '../src/redis/redis-server.js';
 import { callDependency, startDependency } from '../test/fixtures/breaker-dependency.js';
@@ -508,36 +508,13 @@ async function main(): Promise<void> {
       // Formatted as `npm run lint` (prettier --check) wants the results file.
       const config = await resolveConfig(options.resultsPath);
       const formatted = await format(body, { ...config, parser: 'markdown' });
-      await writeSection(options.resultsPath, 'breaker-bench', formatted);
+      await writeResultsSection(options.resultsPath, 'breaker-bench', formatted);
       log(`wrote ${options.resultsPath}`);
     }
   } finally {
     admin.disconnect();
     await server.stop();
   }
-}
-
-/**
- * Replaces this benchmark's section of the shared results file, between
- * `<!-- name:start -->` and `<!-- name:end -->`, keeping everything else; a
- * missing file is created, a missing section appended. Blank lines around the
- * body keep the file as Prettier formats it.
- */
-async function writeSection(path: string, name: string, body: string): Promise<void> {
-  const start = `<!-- ${name}:start -->`;
-  const end = `<!-- ${name}:end -->`;
-  const section = `${start}\n\n${body.trim()}\n\n${end}`;
-  const current = await readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return '# Benchmark results\n';
-    throw err;
-  });
-  const from = current.indexOf(start);
-  const to = current.indexOf(end, from);
-  const next =
-    from >= 0 && to >= 0
-      ? current.slice(0, from) + section + current.slice(to + end.length)
-      : `${current.trimEnd()}\n\n${section}\n`;
-  await writeFile(path, next);
 }
 
 /** The command as typed, e.g. `node --import tsx bench/breaker.bench.ts --trips 5`. */
