@@ -156,17 +156,17 @@ return {granted, requests, retries}
   /**
    * Removes waiting jobs of a queue that no worker processes (a DLQ) in one
    * call: list entry, hash and logs. Returns how many existed.
-   * KEYS: wait list. ARGV: job key prefix, ids…
+   * KEYS: wait list, then each job's hash and logs key. ARGV: the ids, in order.
    */
   requeueRemoveWaiting: {
-    numberOfKeys: 1,
+    // Keys declared per call (the first argument counts them), as Redis Cluster wants.
+    numberOfKeys: undefined,
     lua: `
 local removed = 0
-for i = 2, #ARGV do
-  local jobKey = ARGV[1] .. ARGV[i]
-  if redis.call('DEL', jobKey) == 1 then removed = removed + 1 end
-  redis.call('DEL', jobKey .. ':logs')
-  redis.call('LREM', KEYS[1], 1, ARGV[i])
+for i = 2, #KEYS, 2 do
+  if redis.call('DEL', KEYS[i]) == 1 then removed = removed + 1 end
+  redis.call('DEL', KEYS[i + 1])
+  redis.call('LREM', KEYS[1], 1, ARGV[i / 2])
 end
 return removed
 `,
@@ -208,5 +208,6 @@ export async function removeWaitingJobs(
   ids: readonly string[],
 ): Promise<number> {
   if (ids.length === 0) return 0;
-  return (await withScripts(redis).requeueRemoveWaiting(waitKey, jobKeyPrefix, ...ids)) as number;
+  const keys = [waitKey, ...ids.flatMap((id) => [jobKeyPrefix + id, `${jobKeyPrefix}${id}:logs`])];
+  return (await withScripts(redis).requeueRemoveWaiting(keys.length, ...keys, ...ids)) as number;
 }
