@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import {
   parseBreakerOptions,
@@ -32,6 +32,7 @@ import {
 } from '../fixtures/breaker-dependency.js';
 import { startFleet, type ChildWorker } from '../fixtures/breaker-fleet.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { onCleanup } from '../harness/cleanup.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -56,8 +57,6 @@ interface Data {
 }
 
 let redis: Redis;
-const cleanups: (() => Promise<void> | void)[] = [];
-
 beforeAll(() => {
   redis = connect();
 });
@@ -65,22 +64,6 @@ beforeAll(() => {
 afterAll(() => {
   redis.disconnect();
 });
-
-afterEach(async () => {
-  // Last started, first stopped: workers before their queue, the queue's keys last.
-  while (cleanups.length > 0) {
-    const cleanup = cleanups.pop()!;
-    try {
-      await cleanup();
-    } catch (err) {
-      console.warn('cleanup failed:', err);
-    }
-  }
-});
-
-function onCleanup(fn: () => Promise<void> | void): void {
-  cleanups.push(fn);
-}
 
 /** A fresh queue name whose keys are deleted after the test. */
 function queueName(prefix: string): string {

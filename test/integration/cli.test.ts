@@ -1,4 +1,4 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadHandler } from '../../src/cli/commands/worker.js';
 import { createLogger } from '../../src/config/logger.js';
 import { freePort } from '../../src/redis/redis-server.js';
@@ -7,6 +7,7 @@ import { createQueue, type QueueCounts } from '../../src/scheduler/queue.js';
 import { createWorker } from '../../src/scheduler/worker.js';
 import { runTs, spawnTs, type CommandResult, type TsChild } from '../harness/child.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { onCleanup } from '../harness/cleanup.js';
 import { WorkerEventLog } from '../harness/worker-events.js';
 
 /** Every CLI call is a Node process started under tsx: a second or two each. */
@@ -14,13 +15,6 @@ const CLI_TEST_TIMEOUT_MS = 90_000;
 const handlerModule = 'examples/flaky-handler.mjs';
 
 const admin = connect();
-let teardown: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
-  const steps = teardown.reverse();
-  teardown = [];
-  for (const step of steps) await step();
-});
 
 afterAll(() => {
   admin.disconnect();
@@ -29,7 +23,7 @@ afterAll(() => {
 /** A queue name of its own, its keys removed after the test. */
 function queueName(prefix: string): string {
   const name = uniqueQueueName(prefix);
-  teardown.push(() => cleanQueue(admin, name));
+  onCleanup(() => cleanQueue(admin, name));
   return name;
 }
 
@@ -50,7 +44,7 @@ function startCliWorker(queue: string, ...flags: string[]): TsChild {
   const child = spawnTs('src/cli/main.ts', ['worker', queue, ...flags], {
     REDIS_URL: redisUrl(),
   });
-  teardown.push(async () => {
+  onCleanup(async () => {
     await child.kill('SIGKILL');
   });
   return child;
@@ -178,7 +172,7 @@ describe('the requeue CLI', () => {
       const events = new WorkerEventLog(worker);
       const stopWorker = worker.close.bind(worker);
       let stopped: Promise<void> | undefined;
-      teardown.push(async () => {
+      onCleanup(async () => {
         await (stopped ??= stopWorker());
         await producer.close();
       });
@@ -205,7 +199,7 @@ describe('the requeue CLI', () => {
         total: 1,
       });
       const dlq = new DeadLetterQueue(queue, { connection: redisUrl() });
-      teardown.push(() => dlq.close());
+      onCleanup(() => dlq.close());
       expect((await dlq.list()).map((r) => r.id)).toEqual([always.id]);
       // Back in the source queue, waiting for a worker, under its replay id.
       expect(await producer.counts()).toMatchObject({ waiting: 1, dead: 1 });
@@ -269,7 +263,7 @@ describe('the requeue CLI', () => {
       const queue = queueName('cli-drain');
       const marker = `requeue:{${queue}}:test:started`;
       const producer = createQueue(queue, { connection: redisUrl() });
-      teardown.push(() => producer.close());
+      onCleanup(() => producer.close());
       const { id } = await producer.add('slow', { marker, holdMs: 1_000 });
 
       const worker = startCliWorker(queue, '--handler', 'test/fixtures/slow-handler.ts');

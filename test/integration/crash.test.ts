@@ -1,4 +1,4 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { parseJobState, type AttemptRecord } from '../../src/scheduler/job-state.js';
@@ -7,6 +7,7 @@ import { createWorker, type Handler } from '../../src/scheduler/worker.js';
 import { spawnTs, type TsChild } from '../harness/child.js';
 import { crashKeys, type CrashMode } from '../harness/crash-keys.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { onCleanup } from '../harness/cleanup.js';
 import { WorkerEventLog } from '../harness/worker-events.js';
 
 /** Child processes need a second or two to start under tsx; recovery needs a lock to expire. */
@@ -14,13 +15,6 @@ const CHILD_TEST_TIMEOUT_MS = 60_000;
 
 const logger = createLogger({ level: 'silent' });
 const admin = connect();
-let teardown: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
-  const steps = teardown.reverse();
-  teardown = [];
-  for (const step of steps) await step();
-});
 
 afterAll(() => {
   admin.disconnect();
@@ -31,7 +25,7 @@ function setup(prefix: string) {
   const keys = crashKeys(name);
   const queue = createQueue(name, { connection: redisUrl() });
   const dlq = new DeadLetterQueue(name, { connection: redisUrl() });
-  teardown.push(async () => {
+  onCleanup(async () => {
     await dlq.close();
     await queue.close();
     await cleanQueue(admin, name);
@@ -45,7 +39,7 @@ function setup(prefix: string) {
       CRASH_MODE: mode,
       MAX_ATTEMPTS: String(maxAttempts),
     });
-    teardown.push(async () => {
+    onCleanup(async () => {
       await child.kill('SIGKILL');
     });
     return child;
@@ -64,7 +58,7 @@ function setup(prefix: string) {
       policy: { strategy: 'fixed', baseMs: 50, capMs: 50, maxAttempts: 3 },
     });
     const events = new WorkerEventLog(worker);
-    teardown.push(() => worker.close({ timeoutMs: 5_000 }));
+    onCleanup(() => worker.close({ timeoutMs: 5_000 }));
     return { worker, events };
   }
 

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLogger } from '../../src/config/logger.js';
 import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
@@ -13,6 +13,7 @@ import {
 } from '../../src/scheduler/worker.js';
 import { ManualClock } from '../../src/util/fake-clock.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { onCleanup } from '../harness/cleanup.js';
 import { WorkerEventLog, gate } from '../harness/worker-events.js';
 
 /**
@@ -27,13 +28,6 @@ const DAY_MS = 24 * 3600 * 1000;
 
 const logger = createLogger({ level: 'silent' });
 const admin = connect();
-let teardown: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
-  const steps = teardown.reverse();
-  teardown = [];
-  for (const step of steps) await step();
-});
 
 afterAll(() => {
   admin.disconnect();
@@ -49,7 +43,7 @@ function setup(prefix: string) {
   const name = uniqueQueueName(prefix);
   const queue: RequeueQueue<unknown> = createQueue(name, { connection: redisUrl() });
   const dlq = new DeadLetterQueue(name, { connection: redisUrl() });
-  teardown.push(async () => {
+  onCleanup(async () => {
     await dlq.close();
     await queue.close();
     await cleanQueue(admin, name);
@@ -65,7 +59,7 @@ function setup(prefix: string) {
       ...options,
     });
     const events = new WorkerEventLog(worker);
-    teardown.push(() => worker.close({ timeoutMs: 5_000 }));
+    onCleanup(() => worker.close({ timeoutMs: 5_000 }));
     return { worker, events };
   }
 
@@ -528,7 +522,7 @@ describe('the dead-letter queue', () => {
       retention: { maxCount: 3 },
       clock: new ManualClock(Date.now()),
     });
-    teardown.push(async () => {
+    onCleanup(async () => {
       await dlq.close();
       await cleanQueue(admin, name);
     });
@@ -543,7 +537,7 @@ describe('the dead-letter queue', () => {
   it('drops dead jobs older than maxAgeMs', async () => {
     const name = uniqueQueueName('dlq-age');
     const writer = new DeadLetterQueue(name, { connection: redisUrl() });
-    teardown.push(async () => {
+    onCleanup(async () => {
       await writer.close();
       await cleanQueue(admin, name);
     });
@@ -565,7 +559,7 @@ describe('the dead-letter queue', () => {
       connection: redisUrl(),
       retention: { maxAgeMs: Math.round(Date.now() - boundary) },
     });
-    teardown.push(() => trimmer.close());
+    onCleanup(() => trimmer.close());
     expect(await trimmer.applyRetention()).toBe(2);
     expect((await writer.list()).map((r) => r.id)).toEqual(['new2', 'new1']);
   });
@@ -578,7 +572,7 @@ describe('the dead-letter queue', () => {
       retention: { maxAgeMs: DAY_MS },
       clock,
     });
-    teardown.push(async () => {
+    onCleanup(async () => {
       await dlq.close();
       await cleanQueue(admin, name);
     });

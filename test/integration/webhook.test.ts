@@ -20,6 +20,7 @@ import {
   type WebhookWorkerOptions,
 } from '../../workers/webhook/index.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { onCleanup } from '../harness/cleanup.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -141,11 +142,8 @@ async function startReceiver(secret: string, script: Reply[] = []): Promise<Rece
 // Workers, queues and events
 // ---------------------------------------------------------------------------
 
-const cleanups: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
+afterEach(() => {
   vi.restoreAllMocks();
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 const silent = pino({ level: 'silent' });
@@ -168,7 +166,7 @@ async function setup(options: WebhookWorkerOptions = {}, name = uniqueQueueName(
   });
   const retries: Setup['retries'] = [];
   worker.on('retry:scheduled', (event) => retries.push(event));
-  cleanups.push(async () => {
+  onCleanup(async () => {
     await worker.close({ timeoutMs: 2000 });
     await queue.close();
     const redis = connect();
@@ -248,7 +246,7 @@ describe('webhook delivery', () => {
       { status: 503, body: 'busy' },
       { status: 503, body: 'still busy' },
     ]);
-    cleanups.push(receiver.close);
+    onCleanup(receiver.close);
     const { queue, worker, retries } = await setup();
     const job = webhookJob(receiver.url, secret);
     const added = await enqueueWebhook(queue, job);
@@ -286,7 +284,7 @@ describe('webhook delivery', () => {
   it('signs with every secret during a rotation and keeps user headers, never over webhook-*', async () => {
     const [current, old] = [newSecret(), newSecret()];
     const oldReceiver = await startReceiver(old);
-    cleanups.push(oldReceiver.close);
+    onCleanup(oldReceiver.close);
     const { queue, worker } = await setup();
     const job = {
       ...webhookJob(oldReceiver.url, [current, old]),
@@ -307,7 +305,7 @@ describe('webhook delivery', () => {
     const receiver = await startReceiver(secret, [
       { status: 429, headers: { 'retry-after': '1' }, body: 'slow down' },
     ]);
-    cleanups.push(receiver.close);
+    onCleanup(receiver.close);
     const { queue, worker, retries } = await setup();
     const added = await enqueueWebhook(queue, webhookJob(receiver.url, secret));
     expect((await settled(worker, added.id)).kind).toBe('completed');
@@ -325,7 +323,7 @@ describe('webhook delivery', () => {
   it('410 dead-letters the job as gone and disables the endpoint; enable restores delivery', async () => {
     const secret = newSecret();
     const receiver = await startReceiver(secret, [{ status: 410, body: 'unsubscribed' }]);
-    cleanups.push(receiver.close);
+    onCleanup(receiver.close);
     const { name, queue, worker } = await setup();
 
     const first = await enqueueWebhook(queue, webhookJob(receiver.url, secret, 'ep-gone'));
@@ -384,7 +382,7 @@ describe('webhook delivery', () => {
   it('refuses 127.0.0.1 by default (SSRF) without sending anything; the allowlist opens it', async () => {
     const secret = newSecret();
     const receiver = await startReceiver(secret);
-    cleanups.push(receiver.close);
+    onCleanup(receiver.close);
     const guarded = await setup({ allowHosts: [] });
 
     const literal = await enqueueWebhook(guarded.queue, webhookJob(receiver.url, secret));
@@ -423,7 +421,7 @@ describe('webhook delivery', () => {
   it('retries a timed-out attempt (a receiver that never answers, timeoutMs 200)', async () => {
     const secret = newSecret();
     const receiver = await startReceiver(secret, ['hang']);
-    cleanups.push(receiver.close);
+    onCleanup(receiver.close);
     const { queue, worker, retries } = await setup({ timeoutMs: 200 });
     const added = await enqueueWebhook(queue, webhookJob(receiver.url, secret));
     expect((await settled(worker, added.id)).kind).toBe('completed');
@@ -440,12 +438,12 @@ describe('webhook delivery', () => {
   it('treats a 3xx as a retryable failure and does not follow it', async () => {
     const secret = newSecret();
     const receiver = await startReceiver(secret);
-    cleanups.push(receiver.close);
+    onCleanup(receiver.close);
     // Scripted after start so the redirect can point at the receiver itself.
     const script = await startReceiver(secret, [
       { status: 302, headers: { location: `${receiver.url}/moved` } },
     ]);
-    cleanups.push(script.close);
+    onCleanup(script.close);
     const { queue, worker, retries } = await setup();
     const added = await enqueueWebhook(queue, webhookJob(script.url, secret));
     expect((await settled(worker, added.id)).kind).toBe('completed');
@@ -462,7 +460,7 @@ describe('webhook delivery', () => {
     const receiver = await startReceiver(secret, [
       { status: 400, body: '{"error":"unknown event type"}' },
     ]);
-    cleanups.push(receiver.close);
+    onCleanup(receiver.close);
     const { queue, worker } = await setup();
     const added = await enqueueWebhook(queue, webhookJob(receiver.url, secret));
     const outcome = await settled(worker, added.id);
@@ -489,7 +487,7 @@ describe('webhook delivery', () => {
       { status: 200 },
       { status: 400, body: echo },
     ]);
-    cleanups.push(receiver.close);
+    onCleanup(receiver.close);
     const lines: string[] = [];
     const logger: Logger = pino(
       { level: 'trace', redact: { paths: redactPaths, censor: '[redacted]' } },
@@ -535,7 +533,7 @@ describe('the endpoint store', () => {
     const clock = new ManualClock(1_700_000_000_000);
     const cached = new EndpointStore({ connection: redisUrl(), clock, cacheTtlMs: 1000 });
     const other = new EndpointStore({ connection: redisUrl(), cacheTtlMs: 0 });
-    cleanups.push(async () => {
+    onCleanup(async () => {
       await cached.close();
       await other.close();
       const redis = connect();
@@ -571,10 +569,10 @@ describe('workers/webhook/main.ts', () => {
   it('delivers, then drains and exits 0 on SIGTERM', async () => {
     const secret = newSecret();
     const receiver = await startReceiver(secret);
-    cleanups.push(receiver.close);
+    onCleanup(receiver.close);
     const name = uniqueQueueName('webhook-main');
     const queue = createQueue(name, { connection: redisUrl() });
-    cleanups.push(async () => {
+    onCleanup(async () => {
       await queue.close();
       const redis = connect();
       await cleanQueue(redis, name);
