@@ -14,7 +14,7 @@ import {
   type WindowStats,
 } from '../policy/breaker/breaker.js';
 import { requeueKeys } from './keys.js';
-import { withScripts } from './scripts.js';
+import { runScript } from './scripts.js';
 
 /** A breaker transition as published to every worker. */
 export interface BreakerMessage {
@@ -55,7 +55,7 @@ export class BreakerStore {
     readonly queue: string,
     private readonly options: BreakerOptions,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
     this.keys = requeueKeys(queue);
   }
 
@@ -71,11 +71,11 @@ export class BreakerStore {
   /** Adds outcomes to the window and trips the breaker if the window calls for it. */
   async record(key: string, batch: OutcomeBatch, now: number): Promise<BreakerMessage | undefined> {
     const bucketMs = Math.max(1, Math.floor(this.options.windowMs / this.options.buckets));
-    const [total, failures, consecutiveFailures, raw, version] =
-      (await this.redis.requeueBreakerRecord(
-        this.keys.breakerWindow(key),
-        this.keys.breaker(key),
-        this.keys.breakerKnownKeys,
+    const [total, failures, consecutiveFailures, raw, version] = (await runScript(
+      this.redis,
+      'breakerRecord',
+      [this.keys.breakerWindow(key), this.keys.breaker(key), this.keys.breakerKnownKeys],
+      [
         now,
         bucketMs,
         this.options.buckets,
@@ -84,7 +84,8 @@ export class BreakerStore {
         batch.trailingFailures,
         batch.successes > 0 ? 1 : 0,
         key,
-      )) as [number, number, number, string, number];
+      ],
+    )) as [number, number, number, string, number];
     const stats: WindowStats = { total, failures, consecutiveFailures };
     const first = { state: parseState(raw), version: Number(version) };
     const { message } = await this.change(
@@ -150,18 +151,20 @@ export class BreakerStore {
   /** State and window of one key, for status displays. */
   async status(key: string, now: number): Promise<BreakerStatus> {
     const { state } = await this.read(key);
-    const [total, failures, consecutiveFailures] = (await this.redis.requeueBreakerRecord(
-      this.keys.breakerWindow(key),
-      this.keys.breaker(key),
-      this.keys.breakerKnownKeys,
-      now,
-      Math.max(1, Math.floor(this.options.windowMs / this.options.buckets)),
-      this.options.buckets,
-      0,
-      0,
-      0,
-      0,
-      key,
+    const [total, failures, consecutiveFailures] = (await runScript(
+      this.redis,
+      'breakerRecord',
+      [this.keys.breakerWindow(key), this.keys.breaker(key), this.keys.breakerKnownKeys],
+      [
+        now,
+        Math.max(1, Math.floor(this.options.windowMs / this.options.buckets)),
+        this.options.buckets,
+        0,
+        0,
+        0,
+        0,
+        key,
+      ],
     )) as [number, number, number];
     return {
       key,
@@ -194,17 +197,19 @@ export class BreakerStore {
       const message = next.transition
         ? { key, transition: next.transition, state: next.state }
         : undefined;
-      const written = await this.redis.requeueBreakerCas(
-        this.keys.breaker(key),
-        this.keys.breakerWindow(key),
-        this.keys.breakerOpenKeys,
-        current.version,
-        JSON.stringify(next.state),
-        next.state.phase,
-        key,
-        this.keys.breakerChannel,
-        message ? JSON.stringify(message) : '',
-        clearWindow || next.transition === 'closed' ? 1 : 0,
+      const written = await runScript(
+        this.redis,
+        'breakerCas',
+        [this.keys.breaker(key), this.keys.breakerWindow(key), this.keys.breakerOpenKeys],
+        [
+          current.version,
+          JSON.stringify(next.state),
+          next.state.phase,
+          key,
+          this.keys.breakerChannel,
+          message ? JSON.stringify(message) : '',
+          clearWindow || next.transition === 'closed' ? 1 : 0,
+        ],
       );
       if (written === 1) return { verdict: next.verdict, ...(message ? { message } : {}) };
       current = await this.read(key);

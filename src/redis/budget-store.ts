@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { BudgetOptions } from '../policy/budget/budget-options.js';
 import { requeueKeys } from './keys.js';
-import { withScripts } from './scripts.js';
+import { runScript } from './scripts.js';
 
 /** What `requeue breaker status` shows of the budget. */
 export type BudgetStatus =
@@ -21,17 +21,18 @@ export class BudgetStore {
     readonly queue: string,
     readonly options: BudgetOptions,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
     this.keys = requeueKeys(queue);
   }
 
   /** Takes `cost` tokens (or one ratio retry); false when the budget is empty. */
   async take(cost: number, now: number): Promise<boolean> {
     if (this.options.kind === 'token-bucket') {
-      const [granted] = (await this.redis.requeueBudgetTake(
-        this.keys.budget,
-        this.options.capacity,
-        cost,
+      const [granted] = (await runScript(
+        this.redis,
+        'budgetTake',
+        [this.keys.budget],
+        [this.options.capacity, cost],
       )) as [number, string];
       return granted === 1;
     }
@@ -43,7 +44,12 @@ export class BudgetStore {
   async settle(refund: number, requests: number, now: number): Promise<void> {
     if (this.options.kind === 'token-bucket') {
       if (refund > 0)
-        await this.redis.requeueBudgetRefund(this.keys.budget, this.options.capacity, refund);
+        await runScript(
+          this.redis,
+          'budgetRefund',
+          [this.keys.budget],
+          [this.options.capacity, refund],
+        );
       return;
     }
     if (requests > 0) await this.ratio(now, requests, false);
@@ -77,15 +83,19 @@ export class BudgetStore {
   private ratio(now: number, requests: number, take: boolean): Promise<unknown> {
     if (this.options.kind !== 'ratio') throw new Error('not a ratio budget');
     const buckets = 10;
-    return this.redis.requeueRatioBudget(
-      this.keys.budgetWindow,
-      now,
-      Math.max(1, Math.floor(this.options.windowMs / buckets)),
-      buckets,
-      requests,
-      take ? 1 : 0,
-      this.options.ratio,
-      this.options.minRetries,
+    return runScript(
+      this.redis,
+      'ratioBudget',
+      [this.keys.budgetWindow],
+      [
+        now,
+        Math.max(1, Math.floor(this.options.windowMs / buckets)),
+        buckets,
+        requests,
+        take ? 1 : 0,
+        this.options.ratio,
+        this.options.minRetries,
+      ],
     );
   }
 }
