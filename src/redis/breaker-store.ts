@@ -13,8 +13,10 @@ import {
   type Step,
   type WindowStats,
 } from '../policy/breaker/breaker.js';
+import { geometryFor, windowSums, type WindowGeometry } from '../policy/window.js';
 import { requeueKeys } from './keys.js';
 import { runScript } from './scripts.js';
+import { readWindow, recordBreakerWindow } from './window-scripts.js';
 
 /** A breaker transition as published to every worker. */
 export interface BreakerMessage {
@@ -35,7 +37,25 @@ export interface OutcomeBatch {
 export interface BreakerStatus {
   key: string;
   state: BreakerState;
-  window: WindowStats & { failureRate: number };
+  window: WindowStats & {
+    failureRate: number;
+    /**
+     * The geometry the live window really has (the first writer's, which
+     * wins while the window lives), whatever this store's options say;
+     * `undefined` when there is no window.
+     */
+    geometry: WindowGeometry | undefined;
+  };
+}
+
+/** Optional observers of a {@link BreakerStore}. */
+export interface BreakerStoreHooks {
+  /**
+   * Called on each write to a window whose stored geometry differs from this
+   * store's options (another worker's options, still live): the stored one
+   * is used. @see src/policy/window.ts for the rule.
+   */
+  onForeignGeometry?: (key: string, stored: WindowGeometry, own: WindowGeometry) => void;
 }
 
 const maxCasAttempts = 8;
@@ -49,14 +69,18 @@ const maxCasAttempts = 8;
 export class BreakerStore {
   private readonly keys;
   private readonly redis;
+  /** The geometry this store proposes for a new window. */
+  private readonly geometry: WindowGeometry;
 
   constructor(
     redis: Redis,
     readonly queue: string,
     private readonly options: BreakerOptions,
+    private readonly hooks: BreakerStoreHooks = {},
   ) {
     this.redis = redis;
     this.keys = requeueKeys(queue);
+    this.geometry = geometryFor(options.windowMs, options.buckets);
   }
 
   get channel(): string {
@@ -68,26 +92,39 @@ export class BreakerStore {
     return { state: parseState(raw), version: Number(version ?? 0) };
   }
 
-  /** Adds outcomes to the window and trips the breaker if the window calls for it. */
+  /**
+   * Adds outcomes to the window and trips the breaker if the window calls for
+   * it. The window runs on Redis's clock; `now` (the worker's) dates the
+   * breaker's state (`openedAt`, `halfOpenAt`).
+   */
   async record(key: string, batch: OutcomeBatch, now: number): Promise<BreakerMessage | undefined> {
-    const bucketMs = Math.max(1, Math.floor(this.options.windowMs / this.options.buckets));
-    const [total, failures, consecutiveFailures, raw, version] = (await runScript(
+    const recorded = await recordBreakerWindow(
       this.redis,
-      'breakerRecord',
-      [this.keys.breakerWindow(key), this.keys.breaker(key), this.keys.breakerKnownKeys],
-      [
-        now,
-        bucketMs,
-        this.options.buckets,
-        batch.successes + batch.failures,
-        batch.failures,
-        batch.trailingFailures,
-        batch.successes > 0 ? 1 : 0,
-        key,
-      ],
-    )) as [number, number, number, string, number];
-    const stats: WindowStats = { total, failures, consecutiveFailures };
-    const first = { state: parseState(raw), version: Number(version) };
+      {
+        window: this.keys.breakerWindow(key),
+        state: this.keys.breaker(key),
+        knownKeys: this.keys.breakerKnownKeys,
+      },
+      {
+        geometry: this.geometry,
+        total: batch.successes + batch.failures,
+        failures: batch.failures,
+        trailingFailures: batch.trailingFailures,
+        hadSuccess: batch.successes > 0,
+        breakerKey: key,
+      },
+    );
+    if (
+      recorded.geometry.bucketMs !== this.geometry.bucketMs ||
+      recorded.geometry.buckets !== this.geometry.buckets
+    )
+      this.hooks.onForeignGeometry?.(key, recorded.geometry, this.geometry);
+    const stats: WindowStats = {
+      total: recorded.total,
+      failures: recorded.failures,
+      consecutiveFailures: recorded.consecutiveFailures,
+    };
+    const first = { state: parseState(recorded.rawState), version: recorded.version };
     const { message } = await this.change(
       key,
       (state) => onWindow(state, stats, now, this.options),
@@ -148,32 +185,30 @@ export class BreakerStore {
     return [...new Set([...known, ...open])].sort();
   }
 
-  /** State and window of one key, for status displays. */
-  async status(key: string, now: number): Promise<BreakerStatus> {
-    const { state } = await this.read(key);
-    const [total, failures, consecutiveFailures] = (await runScript(
-      this.redis,
-      'breakerRecord',
-      [this.keys.breakerWindow(key), this.keys.breaker(key), this.keys.breakerKnownKeys],
-      [
-        now,
-        Math.max(1, Math.floor(this.options.windowMs / this.options.buckets)),
-        this.options.buckets,
-        0,
-        0,
-        0,
-        0,
-        key,
-      ],
-    )) as [number, number, number];
+  /**
+   * State and window of one key, for status displays. A pure read: the
+   * window is summed here with the geometry stored with it and Redis's
+   * clock, so this store's own options play no part and nothing is written.
+   * @param _now ignored, kept for callers of earlier versions: the window
+   * runs on Redis's clock.
+   */
+  async status(key: string, _now?: number): Promise<BreakerStatus> {
+    const [{ state }, { window, nowMs }] = await Promise.all([
+      this.read(key),
+      readWindow(this.redis, this.keys.breakerWindow(key)),
+    ]);
+    const sums = windowSums(window, nowMs);
+    const total = sums.t ?? 0;
+    const failures = sums.f ?? 0;
     return {
       key,
       state,
       window: {
         total,
         failures,
-        consecutiveFailures,
+        consecutiveFailures: Number(window.other.cf ?? 0),
         failureRate: total > 0 ? failures / total : 0,
+        geometry: window.geometry,
       },
     };
   }

@@ -1,16 +1,42 @@
 import type { Redis } from 'ioredis';
 import type { BudgetOptions } from '../policy/budget/budget-options.js';
+import { ratioCounts, ratioGeometry } from '../policy/budget/ratio-budget.js';
+import { windowLengthMs, type WindowGeometry } from '../policy/window.js';
 import { requeueKeys } from './keys.js';
-import { runScript } from './scripts.js';
+import {
+  ratioBudgetScript,
+  readWindow,
+  refundTokensScript,
+  takeTokensScript,
+} from './window-scripts.js';
 
 /** What `requeue breaker status` shows of the budget. */
 export type BudgetStatus =
   | { kind: 'token-bucket'; tokens: number; capacity: number; denied: number }
-  | { kind: 'ratio'; requests: number; retries: number; ratio: number; windowMs: number };
+  | {
+      kind: 'ratio';
+      requests: number;
+      retries: number;
+      ratio: number;
+      /** The live window's length (the stored geometry's), else the options'. */
+      windowMs: number;
+    };
+
+/** Optional observers of a {@link BudgetStore}. */
+export interface BudgetStoreHooks {
+  /**
+   * Called on each write to a ratio window whose stored geometry differs
+   * from this store's options (another worker's, still live): the stored one
+   * is used. @see src/policy/window.ts for the rule.
+   */
+  onForeignGeometry?: (stored: WindowGeometry, own: WindowGeometry) => void;
+}
 
 /**
  * A queue's retry budget in Redis, shared by its workers. Taking a retry is
- * one atomic script; refunds and request counts are sent in batches.
+ * one atomic script; refunds and request counts are sent in batches. The
+ * scripts implement the pure state machines of `src/policy/budget/`; the
+ * ratio window runs on Redis's clock, one for the fleet.
  */
 export class BudgetStore {
   private readonly keys;
@@ -20,42 +46,49 @@ export class BudgetStore {
     redis: Redis,
     readonly queue: string,
     readonly options: BudgetOptions,
+    private readonly hooks: BudgetStoreHooks = {},
   ) {
     this.redis = redis;
     this.keys = requeueKeys(queue);
   }
 
-  /** Takes `cost` tokens (or one ratio retry); false when the budget is empty. */
-  async take(cost: number, now: number): Promise<boolean> {
+  /**
+   * Takes `cost` tokens (or one ratio retry); false when the budget is empty.
+   * @param _now ignored, kept for callers of earlier versions: the ratio
+   * window runs on Redis's clock.
+   */
+  async take(cost: number, _now?: number): Promise<boolean> {
     if (this.options.kind === 'token-bucket') {
-      const [granted] = (await runScript(
+      const { granted } = await takeTokensScript(
         this.redis,
-        'budgetTake',
-        [this.keys.budget],
-        [this.options.capacity, cost],
-      )) as [number, string];
-      return granted === 1;
+        this.keys.budget,
+        this.options.capacity,
+        cost,
+      );
+      return granted;
     }
-    const [granted] = (await this.ratio(now, 0, true)) as [number, number, number];
-    return granted === 1;
+    return (await this.ratio(0, true)).granted;
   }
 
-  /** Gives tokens back (token bucket) or counts requests (ratio), in one call per batch. */
-  async settle(refund: number, requests: number, now: number): Promise<void> {
+  /**
+   * Gives tokens back (token bucket) or counts requests (ratio), in one call
+   * per batch. @param _now ignored, as in {@link BudgetStore.take}.
+   */
+  async settle(refund: number, requests: number, _now?: number): Promise<void> {
     if (this.options.kind === 'token-bucket') {
       if (refund > 0)
-        await runScript(
-          this.redis,
-          'budgetRefund',
-          [this.keys.budget],
-          [this.options.capacity, refund],
-        );
+        await refundTokensScript(this.redis, this.keys.budget, this.options.capacity, refund);
       return;
     }
-    if (requests > 0) await this.ratio(now, requests, false);
+    if (requests > 0) await this.ratio(requests, false);
   }
 
-  async status(now: number): Promise<BudgetStatus> {
+  /**
+   * The budget as it stands. A pure read (HMGET, or HGETALL and `TIME`
+   * summed in TypeScript): whatever options this store has, nothing is
+   * written. @param _now ignored, as in {@link BudgetStore.take}.
+   */
+  async status(_now?: number): Promise<BudgetStatus> {
     if (this.options.kind === 'token-bucket') {
       const [tokens, denied] = await this.redis.hmget(this.keys.budget, 'tokens', 'denied');
       return {
@@ -65,13 +98,12 @@ export class BudgetStore {
         denied: Number(denied ?? 0),
       };
     }
-    const [, requests, retries] = (await this.ratio(now, 0, false)) as [number, number, number];
+    const { window, nowMs } = await readWindow(this.redis, this.keys.budgetWindow);
     return {
       kind: 'ratio',
-      requests,
-      retries,
+      ...ratioCounts(window, nowMs),
       ratio: this.options.ratio,
-      windowMs: this.options.windowMs,
+      windowMs: window.geometry ? windowLengthMs(window.geometry) : this.options.windowMs,
     };
   }
 
@@ -80,22 +112,18 @@ export class BudgetStore {
     await this.redis.del(this.keys.budget, this.keys.budgetWindow);
   }
 
-  private ratio(now: number, requests: number, take: boolean): Promise<unknown> {
+  private async ratio(requests: number, take: boolean) {
     if (this.options.kind !== 'ratio') throw new Error('not a ratio budget');
-    const buckets = 10;
-    return runScript(
-      this.redis,
-      'ratioBudget',
-      [this.keys.budgetWindow],
-      [
-        now,
-        Math.max(1, Math.floor(this.options.windowMs / buckets)),
-        buckets,
-        requests,
-        take ? 1 : 0,
-        this.options.ratio,
-        this.options.minRetries,
-      ],
-    );
+    const own = ratioGeometry(this.options.windowMs);
+    const result = await ratioBudgetScript(this.redis, this.keys.budgetWindow, {
+      geometry: own,
+      requests,
+      take,
+      ratio: this.options.ratio,
+      minRetries: this.options.minRetries,
+    });
+    if (result.geometry.bucketMs !== own.bucketMs || result.geometry.buckets !== own.buckets)
+      this.hooks.onForeignGeometry?.(result.geometry, own);
+    return result;
   }
 }

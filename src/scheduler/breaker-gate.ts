@@ -4,6 +4,7 @@ import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { admit, type Admission, type BreakerState } from '../policy/breaker/breaker.js';
 import { retryCost, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { BreakerStore, type BreakerMessage, type OutcomeBatch } from '../redis/breaker-store.js';
+import { windowLengthMs, type WindowGeometry } from '../policy/window.js';
 import { BudgetStore } from '../redis/budget-store.js';
 import type { Clock } from '../util/system.js';
 
@@ -42,9 +43,30 @@ export class BreakerGate {
   private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: BreakerGateOptions) {
+    // Workers started with other window options share the live window on its
+    // stored geometry (src/policy/window.ts); say so once, not per batch.
+    const warned = new Set<string>();
+    const warnOnce = (what: string, stored: WindowGeometry, own: WindowGeometry) => {
+      if (warned.has(what)) return;
+      warned.add(what);
+      options.logger.warn(
+        {
+          window: what,
+          stored: { windowMs: windowLengthMs(stored), buckets: stored.buckets },
+          own: { windowMs: windowLengthMs(own), buckets: own.buckets },
+        },
+        'the shared window in Redis has other options than this worker; the stored ones apply ' +
+          'until the window goes quiet or is reset (requeue breaker close)',
+      );
+    };
     if (options.breaker)
-      this.breakers = new BreakerStore(options.redis, options.queue, options.breaker);
-    if (options.budget) this.budget = new BudgetStore(options.redis, options.queue, options.budget);
+      this.breakers = new BreakerStore(options.redis, options.queue, options.breaker, {
+        onForeignGeometry: (key, stored, own) => warnOnce(`breaker:${key}`, stored, own),
+      });
+    if (options.budget)
+      this.budget = new BudgetStore(options.redis, options.queue, options.budget, {
+        onForeignGeometry: (stored, own) => warnOnce('budget', stored, own),
+      });
   }
 
   /** Subscribes to transitions and loads the circuits that are not closed. */
@@ -128,7 +150,7 @@ export class BreakerGate {
   async takeRetry(timeout: boolean): Promise<{ granted: boolean; cost: number }> {
     if (!this.budget) return { granted: true, cost: 0 };
     const cost = retryCost(this.budget.options, timeout);
-    const granted = await this.budget.take(cost, this.options.clock.now());
+    const granted = await this.budget.take(cost);
     return { granted, cost: granted ? cost : 0 };
   }
 
@@ -162,7 +184,7 @@ export class BreakerGate {
           const message = await this.breakers?.record(key, outcomes, now);
           if (message) this.apply(message);
         }
-        await this.budget?.settle(refund, requests, now);
+        await this.budget?.settle(refund, requests);
       } catch (err) {
         this.options.logger.warn(
           { err },

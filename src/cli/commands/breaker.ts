@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { systemClock } from '../../util/system.js';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
+import { windowLengthMs } from '../../policy/window.js';
 import { BreakerStore, type BreakerStatus } from '../../redis/breaker-store.js';
 import { BudgetStore, type BudgetStatus } from '../../redis/budget-store.js';
 import { queueBreakerKey } from '../../scheduler/worker.js';
@@ -27,12 +28,13 @@ export function registerBreaker(program: Command): void {
     .option('--json', 'print {"breakers": [...], "budget": {...}} as JSON')
     .action(async (queue: string, opts: BreakerFlags) => {
       await withStores(queue, opts, async (store, budget) => {
-        const now = systemClock.now();
+        // Reads only: the windows are summed with the geometry stored with them,
+        // so --breaker/--budget here never change what the workers see.
         const keys = opts.key !== undefined ? [opts.key] : await store.knownKeys();
         const statuses: BreakerStatus[] = [];
         for (const key of keys.length > 0 ? keys : [queueBreakerKey])
-          statuses.push(await store.status(key, now));
-        const budgetStatus: BudgetStatus = await budget.status(now);
+          statuses.push(await store.status(key));
+        const budgetStatus: BudgetStatus = await budget.status();
         if (opts.json) {
           process.stdout.write(
             JSON.stringify({ queue, breakers: statuses.map(statusJson), budget: budgetStatus }) +
@@ -89,8 +91,11 @@ function common(command: Command): Command {
     command
       .argument('<queue>', 'queue name')
       .option('--key <key>', `breaker key (default: the queue's own, "${queueBreakerKey}")`)
-      .option('--breaker <json>', "the workers' breaker options, for the window's length")
-      .option('--budget <json>', "the workers' budget options, for its capacity"),
+      .option(
+        '--breaker <json>',
+        "the workers' breaker options (status reads the window's own geometry)",
+      )
+      .option('--budget <json>', "the workers' budget options, for the token bucket's capacity"),
   );
 }
 
@@ -128,5 +133,8 @@ function statusJson(s: BreakerStatus) {
     halfOpenAt: s.state.phase === 'open' ? (s.state.halfOpenAt ?? null) : null,
     probesInFlight: Object.keys(s.state.probes).length,
     trips: s.state.trips,
+    // The live window's own geometry (null: no window yet).
+    windowMs: s.window.geometry ? windowLengthMs(s.window.geometry) : null,
+    buckets: s.window.geometry?.buckets ?? null,
   };
 }

@@ -1,5 +1,6 @@
+import { Queue } from 'bullmq';
 import type { Command } from 'commander';
-import { createQueue } from '../../scheduler/queue.js';
+import { queueCounts } from '../../scheduler/queue.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 
 /** `requeue stats <queue> [--json]` */
@@ -12,9 +13,13 @@ export function registerStats(program: Command): void {
       .option('--json', 'print the counts as JSON'),
   ).action(async (queueName: string, opts) => {
     await withCliRedis(opts, async (redis) => {
-      const queue = createQueue(queueName, { connection: redis });
+      // Looking never writes: a BullMQ Queue records its meta (version, event
+      // stream length) when made, and would even create a typo's queue.
+      const queue = new Queue(queueName, { connection: redis, skipMetasUpdate: true });
+      // A lost connection fails the count below; the queue need not re-emit it.
+      queue.on('error', () => undefined);
       try {
-        const counts = await queue.counts();
+        const counts = await queueCounts(queue, queueName, redis);
         if (opts.json) {
           process.stdout.write(JSON.stringify(counts) + '\n');
           return;

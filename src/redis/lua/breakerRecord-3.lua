@@ -1,26 +1,28 @@
 --[[
-  Adds a batch of outcomes to a breaker's bucketed window, drops buckets
-  that left the window, and returns the window's sums with the breaker's
-  state and version.
+  Adds a batch of outcomes to a breaker's window (see includes/window) and
+  returns the window's sums with the breaker's state and version.
   KEYS: window, state, known-keys set.
-  ARGV: now, bucketMs, buckets, total, failures, trailing failures,
-        had a success (1/0), breaker key.
+  ARGV: bucketMs, buckets (used only by a new window), total, failures,
+        trailing failures, had a success (1/0), breaker key,
+        time override in ms ('' = Redis's TIME; tests only).
+  Returns {total, failures, failures in a row, state JSON, version,
+           bucketMs, buckets} (the geometry actually used).
 ]]
---- @include "includes/read-window"
-local now, bucketMs, buckets = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local total, failures, trailing = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local bucket = math.floor(now / bucketMs)
+--- @include "includes/window"
+local w = openWindow(KEYS[1], windowNow(ARGV[8]), tonumber(ARGV[1]), tonumber(ARGV[2]))
+local total, failures, trailing = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local cf = tonumber(w.other.cf or '0')
 if total > 0 then
-  redis.call('HINCRBY', KEYS[1], bucket .. ':t', total)
-  if failures > 0 then redis.call('HINCRBY', KEYS[1], bucket .. ':f', failures) end
-  if ARGV[7] == '1' then
-    redis.call('HSET', KEYS[1], 'cf', trailing)
+  addToWindow(w, 't', total)
+  addToWindow(w, 'f', failures)
+  if ARGV[6] == '1' then
+    cf = trailing
+    redis.call('HSET', KEYS[1], 'cf', cf)
   else
-    redis.call('HINCRBY', KEYS[1], 'cf', trailing)
+    cf = redis.call('HINCRBY', KEYS[1], 'cf', trailing)
   end
-  redis.call('PEXPIRE', KEYS[1], bucketMs * (buckets + 1))
-  redis.call('SADD', KEYS[3], ARGV[8])
+  redis.call('SADD', KEYS[3], ARGV[7])
 end
-local sums, other = readWindow(KEYS[1], bucket, buckets)
 local state = redis.call('HMGET', KEYS[2], 's', 'v')
-return {sums.t or 0, sums.f or 0, other.cf or 0, state[1] or '', tonumber(state[2] or '0')}
+return {w.sums.t or 0, w.sums.f or 0, cf, state[1] or '', tonumber(state[2] or '0'),
+        w.bucketMs, w.buckets}

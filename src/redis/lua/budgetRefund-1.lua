@@ -1,5 +1,6 @@
 --[[
-  Token bucket refund, never above capacity.
+  Token bucket refund, never above capacity, as
+  src/policy/budget/token-bucket.ts specifies it. A missing bucket is full.
   KEYS: bucket hash. ARGV: capacity, amount. Returns the tokens.
 ]]
 local capacity, amount = tonumber(ARGV[1]), tonumber(ARGV[2])

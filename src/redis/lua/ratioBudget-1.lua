@@ -1,24 +1,23 @@
 --[[
-  Ratio budget: counts requests and retries in a bucketed window and grants
-  a retry while retries + 1 <= max(minRetries, ratio x requests), the SRE
-  book's rule.
+  Ratio budget, as src/policy/budget/ratio-budget.ts specifies it: counts
+  requests (`q`) and retries (`r`) in a window (see includes/window) and
+  grants a retry while retries + 1 <= max(minRetries, ratio x requests),
+  the SRE book's rule.
   KEYS: window hash.
-  ARGV: now, bucketMs, buckets, requests to add, take a retry (1/0), ratio, minRetries.
-  Returns {granted, requests, retries}.
+  ARGV: bucketMs, buckets (used only by a new window), requests to add,
+        take a retry (1/0), ratio, minRetries,
+        time override in ms ('' = Redis's TIME; tests only).
+  Returns {granted (1/0), requests, retries, bucketMs, buckets}.
 ]]
---- @include "includes/read-window"
-local now, bucketMs, buckets = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local bucket = math.floor(now / bucketMs)
-if tonumber(ARGV[4]) > 0 then redis.call('HINCRBY', KEYS[1], bucket .. ':q', ARGV[4]) end
-local sums = readWindow(KEYS[1], bucket, buckets)
-local requests, retries = sums.q or 0, sums.r or 0
+--- @include "includes/window"
+local w = openWindow(KEYS[1], windowNow(ARGV[7]), tonumber(ARGV[1]), tonumber(ARGV[2]))
+addToWindow(w, 'q', tonumber(ARGV[3]))
 local granted = 0
-if ARGV[5] == '1' then
-  if retries + 1 <= math.max(tonumber(ARGV[7]), tonumber(ARGV[6]) * requests) then
-    redis.call('HINCRBY', KEYS[1], bucket .. ':r', 1)
-    retries = retries + 1
+if ARGV[4] == '1' then
+  local requests, retries = w.sums.q or 0, w.sums.r or 0
+  if retries + 1 <= math.max(tonumber(ARGV[6]), tonumber(ARGV[5]) * requests) then
+    addToWindow(w, 'r', 1)
     granted = 1
   end
 end
-redis.call('PEXPIRE', KEYS[1], bucketMs * (buckets + 1))
-return {granted, requests, retries}
+return {granted, w.sums.q or 0, w.sums.r or 0, w.bucketMs, w.buckets}

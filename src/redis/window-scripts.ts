@@ -1,0 +1,161 @@
+import type { Redis } from 'ioredis';
+import { parseWindowHash, type WindowGeometry, type WindowHash } from '../policy/window.js';
+import { runScript } from './scripts.js';
+
+/**
+ * Typed wrappers of the scripts that write the fleet's sliding windows, and
+ * the one way to read a window. Writers run in Lua on Redis's clock; readers
+ * take the hash and Redis's `TIME` in one MULTI and sum in TypeScript
+ * (`src/policy/window.ts`), so looking at a window never changes it.
+ *
+ * `atMs` replaces Redis's clock. It exists for tests that need to place
+ * writes at chosen times; production code never passes it.
+ */
+
+/** A window as read, with Redis's time of the read. */
+export interface WindowRead {
+  window: WindowHash;
+  nowMs: number;
+}
+
+/** Reads a window and Redis's clock atomically. No write, no script. */
+export async function readWindow(redis: Redis, key: string): Promise<WindowRead> {
+  const results = await redis.multi().hgetall(key).time().exec();
+  const [hash, time] = results ?? [];
+  if (!hash || !time || hash[0] || time[0])
+    throw hash?.[0] ?? time?.[0] ?? new Error(`requeue: reading ${key} was aborted`);
+  return {
+    window: parseWindowHash(hash[1] as Record<string, string>),
+    nowMs: redisTimeMs(time[1] as [string, string]),
+  };
+}
+
+/** Redis's `TIME` reply in ms, as the scripts compute it. */
+export function redisTimeMs([seconds, micros]: readonly [string, string]): number {
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+/** What `breakerRecord` returns, parsed. */
+export interface BreakerRecordResult {
+  total: number;
+  failures: number;
+  consecutiveFailures: number;
+  /** The breaker's state JSON ('' when none) and version, read in the same step. */
+  rawState: string;
+  version: number;
+  /** The geometry the window really has (the stored one wins). */
+  geometry: WindowGeometry;
+}
+
+/** The keys `breakerRecord` touches. */
+export interface BreakerRecordKeys {
+  window: string;
+  state: string;
+  knownKeys: string;
+}
+
+/** Adds a batch of outcomes to a breaker's window. */
+export async function recordBreakerWindow(
+  redis: Redis,
+  keys: BreakerRecordKeys,
+  args: {
+    geometry: WindowGeometry;
+    total: number;
+    failures: number;
+    trailingFailures: number;
+    hadSuccess: boolean;
+    breakerKey: string;
+  },
+  atMs?: number,
+): Promise<BreakerRecordResult> {
+  const reply = await runScript<[number, number, number, string, number, number, number]>(
+    redis,
+    'breakerRecord',
+    [keys.window, keys.state, keys.knownKeys],
+    [
+      args.geometry.bucketMs,
+      args.geometry.buckets,
+      args.total,
+      args.failures,
+      args.trailingFailures,
+      args.hadSuccess ? 1 : 0,
+      args.breakerKey,
+      atMs ?? '',
+    ],
+  );
+  const [total, failures, consecutiveFailures, rawState, version, bucketMs, buckets] = reply;
+  return {
+    total,
+    failures,
+    consecutiveFailures,
+    rawState,
+    version: Number(version),
+    geometry: { bucketMs, buckets },
+  };
+}
+
+/** What `ratioBudget` returns, parsed. */
+export interface RatioBudgetResult {
+  granted: boolean;
+  requests: number;
+  retries: number;
+  geometry: WindowGeometry;
+}
+
+/** Counts requests and, if asked, takes one retry from a ratio budget's window. */
+export async function ratioBudgetScript(
+  redis: Redis,
+  key: string,
+  args: {
+    geometry: WindowGeometry;
+    requests: number;
+    take: boolean;
+    ratio: number;
+    minRetries: number;
+  },
+  atMs?: number,
+): Promise<RatioBudgetResult> {
+  const [granted, requests, retries, bucketMs, buckets] = await runScript<
+    [number, number, number, number, number]
+  >(
+    redis,
+    'ratioBudget',
+    [key],
+    [
+      args.geometry.bucketMs,
+      args.geometry.buckets,
+      args.requests,
+      args.take ? 1 : 0,
+      args.ratio,
+      args.minRetries,
+      atMs ?? '',
+    ],
+  );
+  return { granted: granted === 1, requests, retries, geometry: { bucketMs, buckets } };
+}
+
+/** Takes `cost` tokens from a token bucket of `capacity`. */
+export async function takeTokensScript(
+  redis: Redis,
+  key: string,
+  capacity: number,
+  cost: number,
+): Promise<{ granted: boolean; tokens: number; denied: number }> {
+  const [granted, tokens, denied] = await runScript<[number, string, number]>(
+    redis,
+    'budgetTake',
+    [key],
+    [capacity, cost],
+  );
+  return { granted: granted === 1, tokens: Number(tokens), denied };
+}
+
+/** Gives `amount` tokens back to a token bucket, never above `capacity`. */
+export async function refundTokensScript(
+  redis: Redis,
+  key: string,
+  capacity: number,
+  amount: number,
+): Promise<number> {
+  return Number(await runScript<string>(redis, 'budgetRefund', [key], [capacity, amount]));
+}

@@ -1,0 +1,289 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
+import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
+import { BreakerStore, type BreakerStatus } from '../../src/redis/breaker-store.js';
+import { BudgetStore } from '../../src/redis/budget-store.js';
+import { EndpointStore } from '../../src/redis/endpoint-store.js';
+import { requeueKeys } from '../../src/redis/keys.js';
+import { createQueue } from '../../src/scheduler/queue.js';
+import { runTs, type CommandResult } from '../harness/child.js';
+import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { onCleanup } from '../harness/cleanup.js';
+
+/**
+ * "Looking never writes" (issue 8): `requeue breaker status` ran the
+ * breaker's and the ratio budget's *writing* scripts with the caller's bucket
+ * size, so a status read with options other than the workers' deleted the
+ * live windows. Status reads are now HGETALL + TIME summed in TypeScript with
+ * the geometry stored in the window, and windows run on Redis's clock.
+ */
+
+/** Every CLI call is a Node process started under tsx: a second or two each. */
+const CLI_TIMEOUT_MS = 60_000;
+
+/** The workers' options, and a status caller's very different ones. */
+const workerBreaker = { windowMs: 10_000, buckets: 10, minimumRequests: 10, failureRate: 0.5 };
+const otherBreakers = [
+  { windowMs: 100, buckets: 10 },
+  { windowMs: 600_000, buckets: 2 },
+];
+
+let redis: Redis;
+beforeAll(() => {
+  redis = connect();
+});
+afterAll(() => {
+  redis.disconnect();
+});
+
+function queueName(prefix: string): string {
+  const name = uniqueQueueName(prefix);
+  onCleanup(() => cleanQueue(redis, name));
+  return name;
+}
+
+function requeue(...args: string[]): Promise<CommandResult> {
+  return runTs('src/cli/main.ts', [...args, '--redis', redisUrl()], {}, CLI_TIMEOUT_MS);
+}
+
+/** A key's bytes and its TTL, to compare before and after a read. */
+async function snapshot(key: string): Promise<{ fields: Record<string, string>; pttl: number }> {
+  const [fields, pttl] = await Promise.all([redis.hgetall(key), redis.pttl(key)]);
+  return { fields, pttl };
+}
+
+/**
+ * A TTL no writer ever sets: a write that refreshed it (every window writer
+ * does) would show.
+ */
+const markerTtlMs = 86_400_000;
+
+/**
+ * Runs `action` under MONITOR and returns every command that mentions
+ * `name` (directly or from inside a script) and that Redis flags as a write.
+ */
+async function writesDuring(name: string, action: () => Promise<unknown>): Promise<string[][]> {
+  const monitor = await redis.monitor();
+  onCleanup(() => monitor.disconnect());
+  const seen: string[][] = [];
+  const marker = `end-of-${randomUUID()}`;
+  const ended = new Promise<void>((resolve) => {
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === 'ping' && args[1] === marker) resolve();
+      else if (args.some((a) => a.includes(name))) seen.push(args);
+    });
+  });
+  await action();
+  await redis.ping(marker);
+  await ended;
+  monitor.disconnect();
+  const names = [...new Set(seen.map((args) => args[0]!.toLowerCase()))];
+  if (names.length === 0) return [];
+  const info = (await redis.command('INFO', ...names)) as [string, number, string[]][];
+  const writing = new Set(info.filter((c) => c[2].includes('write')).map((c) => c[0]));
+  return seen.filter((args) => writing.has(args[0]!.toLowerCase()));
+}
+
+describe('looking never writes', () => {
+  it(
+    'breaker status with other options does not delete the live window',
+    { timeout: CLI_TIMEOUT_MS * 3 },
+    async () => {
+      const name = queueName('ro-breaker');
+      const key = 'endpoint-1';
+      const window = requeueKeys(name).breakerWindow(key);
+      const worker = new BreakerStore(redis, name, parseBreakerOptions(workerBreaker));
+      const now = Date.now();
+      // 7 outcomes, 4 failed: below minimumRequests, the circuit stays closed.
+      expect(
+        await worker.record(key, { successes: 3, failures: 4, trailingFailures: 4 }, now),
+      ).toBeUndefined();
+      await redis.pexpire(window, markerTtlMs);
+      const before = await snapshot(window);
+      expect(Object.keys(before.fields)).toContain('g');
+
+      const statuses: BreakerStatus[] = [];
+      let cli: unknown;
+      const writes = await writesDuring(name, async () => {
+        for (const other of otherBreakers) {
+          const reader = new BreakerStore(redis, name, parseBreakerOptions(other));
+          statuses.push(await reader.status(key));
+        }
+        const run = await requeue(
+          'breaker',
+          'status',
+          name,
+          '--key',
+          key,
+          '--json',
+          '--breaker',
+          JSON.stringify(otherBreakers[0]),
+        );
+        expect(run.stderr).toBe('');
+        cli = JSON.parse(run.stdout).breakers[0];
+      });
+      expect(writes).toEqual([]);
+      const after = await snapshot(window);
+      expect(after.fields).toEqual(before.fields);
+      expect(after.pttl).toBeLessThanOrEqual(before.pttl);
+      expect(after.pttl).toBeGreaterThan(markerTtlMs - 60_000);
+
+      // Every reader sees the workers' window, summed with its stored geometry.
+      expect(statuses).toHaveLength(otherBreakers.length);
+      for (const s of statuses.map((status) => status.window))
+        expect(s).toEqual({
+          total: 7,
+          failures: 4,
+          consecutiveFailures: 4,
+          failureRate: 4 / 7,
+          geometry: { bucketMs: 1_000, buckets: 10 },
+        });
+      expect(cli).toMatchObject({ total: 7, failures: 4, windowMs: 10_000, buckets: 10 });
+
+      // And the live breaker trips as it would have: 3 more failures make 7/10.
+      const message = await worker.record(
+        key,
+        { successes: 0, failures: 3, trailingFailures: 3 },
+        now,
+      );
+      expect(message?.transition).toBe('opened');
+    },
+  );
+
+  it(
+    'ratio budget status with other options does not delete the live window',
+    { timeout: CLI_TIMEOUT_MS * 2 },
+    async () => {
+      const name = queueName('ro-ratio');
+      const window = requeueKeys(name).budgetWindow;
+      const worker = new BudgetStore(
+        redis,
+        name,
+        parseBudgetOptions({ kind: 'ratio', ratio: 0.1, minRetries: 0, windowMs: 10_000 }),
+      );
+      await worker.settle(0, 100);
+      for (let i = 0; i < 3; i += 1) expect(await worker.take(1)).toBe(true);
+      await redis.pexpire(window, markerTtlMs);
+      const before = await snapshot(window);
+
+      const seen: unknown[] = [];
+      const writes = await writesDuring(name, async () => {
+        for (const windowMs of [100, 600_000]) {
+          const reader = new BudgetStore(
+            redis,
+            name,
+            parseBudgetOptions({ kind: 'ratio', windowMs }),
+          );
+          seen.push(await reader.status());
+        }
+        const run = await requeue(
+          'breaker',
+          'status',
+          name,
+          '--json',
+          '--budget',
+          JSON.stringify({ kind: 'ratio', windowMs: 100 }),
+        );
+        expect(run.stderr).toBe('');
+        seen.push(JSON.parse(run.stdout).budget);
+      });
+      expect(writes).toEqual([]);
+      const after = await snapshot(window);
+      expect(after.fields).toEqual(before.fields);
+      expect(after.pttl).toBeLessThanOrEqual(before.pttl);
+      for (const status of seen)
+        expect(status).toMatchObject({
+          kind: 'ratio',
+          requests: 100,
+          retries: 3,
+          windowMs: 10_000,
+        });
+
+      // The workers' budget carries on where it was: 7 more of 10, then no.
+      const granted: boolean[] = [];
+      for (let i = 0; i < 10; i += 1) granted.push(await worker.take(1));
+      expect(granted.filter(Boolean)).toHaveLength(7);
+    },
+  );
+
+  it(
+    'breaker status (token bucket), endpoint list and stats send no write command',
+    { timeout: CLI_TIMEOUT_MS * 3 },
+    async () => {
+      const name = queueName('ro-cli');
+      const queue = createQueue(name, { connection: redis });
+      onCleanup(() => queue.close());
+      await queue.add('job', { n: 1 });
+      const budget = new BudgetStore(redis, name, parseBudgetOptions({}));
+      await budget.take(5);
+      const endpoints = new EndpointStore({ connection: redis });
+      await endpoints.disable(name, 'hook-1', 'test');
+      const unused = `never-used-${randomUUID().slice(0, 8)}`;
+
+      const writes = await writesDuring(name, async () => {
+        for (const args of [
+          ['breaker', 'status', name, '--json', '--budget', '{"capacity":50}'],
+          ['endpoint', 'list', name, '--json'],
+          ['stats', name, '--json'],
+        ]) {
+          const run = await requeue(...args);
+          expect(run.stderr, args.join(' ')).toBe('');
+          expect(run.code, args.join(' ')).toBe(0);
+        }
+        expect(await budget.status()).toMatchObject({ tokens: 495, denied: 0 });
+      });
+      expect(writes).toEqual([]);
+
+      // Looking at a queue that does not exist creates nothing either.
+      const stats = await requeue('stats', unused, '--json');
+      expect(stats.code).toBe(0);
+      expect(await redis.keys(`*${unused}*`)).toEqual([]);
+    },
+  );
+});
+
+describe('one window for the fleet', () => {
+  it('a worker with other window options adds to the live window instead of deleting it', async () => {
+    const name = queueName('ro-mixed');
+    const key = 'k';
+    const a = new BreakerStore(redis, name, parseBreakerOptions(workerBreaker));
+    const foreign: unknown[] = [];
+    const b = new BreakerStore(
+      redis,
+      name,
+      parseBreakerOptions({ ...workerBreaker, windowMs: 100, buckets: 10 }),
+      { onForeignGeometry: (k, stored, own) => foreign.push({ k, stored, own }) },
+    );
+    const now = Date.now();
+    await a.record(key, { successes: 0, failures: 6, trailingFailures: 6 }, now);
+    // Before, b's 10 ms buckets made every one of a's look old: b deleted them.
+    const message = await b.record(key, { successes: 0, failures: 4, trailingFailures: 4 }, now);
+    expect(message?.transition).toBe('opened');
+    expect((await a.status(key)).window).toMatchObject({ total: 10, failures: 10 });
+    expect(foreign).toEqual([
+      { k: key, stored: { bucketMs: 1_000, buckets: 10 }, own: { bucketMs: 10, buckets: 10 } },
+    ]);
+  });
+
+  it('workers whose clocks are an hour apart count in one window', async () => {
+    const name = queueName('ro-skew');
+    const key = 'k';
+    const options = parseBreakerOptions(workerBreaker);
+    const now = Date.now();
+    const ahead = new BreakerStore(redis, name, options);
+    const behind = new BreakerStore(redis, name, options);
+    // Before, each wrote to the bucket of its own clock and pruned the other's.
+    await ahead.record(key, { successes: 0, failures: 5, trailingFailures: 5 }, now + 3_600_000);
+    const message = await behind.record(
+      key,
+      { successes: 0, failures: 5, trailingFailures: 5 },
+      now,
+    );
+    expect(message?.transition).toBe('opened');
+    // The breaker's own state keeps the worker's clock: it opened at the tripping worker's now.
+    expect(message?.state.openedAt).toBe(now);
+    expect((await ahead.status(key)).window).toMatchObject({ total: 10, failures: 10 });
+  });
+});
