@@ -7,7 +7,7 @@ export { createQueue, RequeueQueue } from './scheduler/queue.js';
 export type { QueueOptions, AddOptions, AddedJob, QueueCounts } from './scheduler/queue.js';
 export { createWorker, RequeueWorker, queueBreakerKey } from './scheduler/worker.js';
 export type { Handler, RequeueJob, WorkerOptions } from './scheduler/worker.js';
-export { DeadLetterQueue, replayJobId } from './scheduler/dead-letter.js';
+export { DeadLetterQueue } from './scheduler/dead-letter.js';
 export type {
   DeadJobRecord,
   DeadJobFilter,
@@ -15,9 +15,11 @@ export type {
   Retention,
   BulkOptions,
   BulkProgress,
+  ReplayResult,
+  RetentionResult,
 } from './scheduler/dead-letter.js';
 export type { WorkerEvents } from './scheduler/events.js';
-export type { AttemptRecord, JobState } from './scheduler/job-state.js';
+export type { AttemptRecord, JobState } from './policy/job-state.js';
 export { RequeueMetrics } from './scheduler/metrics.js';
 
 // Pure policy: strategies, retry policy, classification, decisions.

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import { deadLetterQueueName } from '../../src/redis/keys.js';
+import { queueHashTag } from '../../src/redis/keys.js';
 
-/** Deletes every key of queue `name` and of its DLQ (BullMQ's default `bull` prefix). */
+/** Deletes every key of queue `name`, its DLQ included (BullMQ's default `bull` prefix). */
 export async function cleanQueue(redis: Redis, name: string): Promise<void> {
-  for (const pattern of [`bull:${name}:*`, `bull:${deadLetterQueueName(name)}:*`]) {
+  for (const pattern of [`bull:${name}:*`, `requeue:${queueHashTag(name)}:*`]) {
     let cursor = '0';
     do {
       const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);

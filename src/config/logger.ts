@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
@@ -23,12 +23,17 @@ export const redactPaths = [
 ];
 
 /** Creates the root logger; the level comes from `LOG_LEVEL` unless given. */
-export function createLogger(options: { level?: string; name?: string } = {}): Logger {
-  return pino({
-    name: options.name ?? 'requeue',
-    level: options.level ?? process.env.LOG_LEVEL ?? 'info',
-    redact: { paths: redactPaths, censor: '[redacted]' },
-  });
+export function createLogger(
+  options: { level?: string; name?: string; destination?: DestinationStream } = {},
+): Logger {
+  return pino(
+    {
+      name: options.name ?? 'requeue',
+      level: options.level ?? process.env.LOG_LEVEL ?? 'info',
+      redact: { paths: redactPaths, censor: '[redacted]' },
+    },
+    options.destination,
+  );
 }
 
 /** `redis://user:secret@host` → `redis://user:***@host`, for messages and logs. */

@@ -23,6 +23,8 @@ export interface FailureContext {
   firstFailedAt: number;
   now: number;
   random: Random;
+  /** A reason the error itself names (a `PermanentError`'s): it wins over the tree's. */
+  deadReason?: DeadReason | undefined;
 }
 
 /**
@@ -31,6 +33,13 @@ export interface FailureContext {
  * attempts or the time window run out.
  */
 export function decideFailure(ctx: FailureContext): FailureDecision {
+  const decision = decideByTree(ctx);
+  if (decision.action === 'dead-letter' && ctx.deadReason !== undefined)
+    return { action: 'dead-letter', reason: ctx.deadReason };
+  return decision;
+}
+
+function decideByTree(ctx: FailureContext): FailureDecision {
   const { classification } = ctx;
   if (classification.kind === 'permanent') {
     return {

@@ -4,15 +4,25 @@
  * lands in one Redis Cluster slot.
  */
 
-/** The BullMQ queue that holds a source queue's dead jobs. */
-export function deadLetterQueueName(queue: string): string {
-  return `${queue}.dlq`;
+/**
+ * The hash tag of a queue's keys: the queue's own tag when its name has one
+ * (`{orders}` or `jobs:{orders}`), so that requeue's keys share a Redis
+ * Cluster slot with BullMQ's `bull:{orders}:…`; else `{<name>}`.
+ */
+export function queueHashTag(queue: string): string {
+  return /\{[^}]+\}/.test(queue) ? queue : `{${queue}}`;
 }
 
 /** Keys of requeue's own state for one queue. */
 export function requeueKeys(queue: string, prefix = 'requeue') {
-  const base = `${prefix}:{${queue}}`;
+  const base = `${prefix}:${queueHashTag(queue)}`;
   return {
+    /** Sorted set: the DLQ's index, dead job ids scored by their death time (ms). */
+    dead: `${base}:dead`,
+    /** Prefix of the dead records: hash `<prefix><id>`, the job's hash renamed at its death. */
+    deadRecordPrefix: `${base}:dead:`,
+    /** Counter: death generations, one per death; fences replay and purge. */
+    deadSequence: `${base}:dead-seq`,
     /** Hash: a breaker's state (`s`, JSON) and its version (`v`), per breaker key. */
     breaker: (key: string) => `${base}:breaker:${key}`,
     /** Hash: a breaker's window, `<bucket>:t` and `<bucket>:f` counters and `cf` (failures in a row). */
@@ -29,8 +39,6 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     budgetWindow: `${base}:budget-window`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
-    /** Hash: cursors of interrupted DLQ replays and purges. */
-    dlqCursor: `${base}:dlq-cursor`,
     /** The pattern that matches every one of these keys. */
     pattern: `${base}:*`,
   };

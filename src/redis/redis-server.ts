@@ -15,6 +15,8 @@ export interface RedisServerHandle {
   kill(): Promise<void>;
   /** Starts the server again on the same port and directory. */
   restart(): Promise<void>;
+  /** Sends a signal to the running server (`SIGSTOP` freezes it, `SIGCONT` thaws it). */
+  signal(signal: NodeJS.Signals): void;
 }
 
 export interface RedisServerOptions {
@@ -151,6 +153,9 @@ export async function startRedisServer(
     restart: async () => {
       await waitExit('SIGTERM');
       await start();
+    },
+    signal: (signal) => {
+      child?.kill(signal);
     },
   };
 }

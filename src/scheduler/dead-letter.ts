@@ -1,19 +1,21 @@
-import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseConfig } from '../config/env.js';
-import { resolveRedis, type RedisLike } from '../redis/connection.js';
-import { jobIdForKey } from './job-id.js';
-import { deadLetterQueueName } from '../redis/keys.js';
-import { removeWaitingJobs } from '../redis/scripts.js';
-import { systemClock, type Clock } from '../util/system.js';
+import { createLogger, type Logger } from '../config/logger.js';
 import {
   attemptRecordSchema,
   deadReasons,
-  emptyJobState,
+  parseJobState,
   type DeadReason,
   type JobMeta,
-} from './job-state.js';
+} from '../policy/job-state.js';
+import { resolveRedis, type RedisLike } from '../redis/connection.js';
+import { requeueKeys } from '../redis/keys.js';
+import { runScript } from '../redis/scripts.js';
+import { sleep } from '../util/lifecycle.js';
+import { newJobId, systemClock, type Clock } from '../util/system.js';
+import { bullKeys } from './job-moves.js';
+import { jobIdForKey } from './job-id.js';
 
 /** A dead job as the DLQ keeps it: everything needed to inspect and replay it. */
 export const deadJobRecordSchema = z.object({
@@ -21,6 +23,8 @@ export const deadJobRecordSchema = z.object({
   source: z.string(),
   /** The job's id in the source queue (also its id in the DLQ). */
   id: z.string(),
+  /** This death's generation: unique per death; replay and purge act only on the death they read. */
+  gen: z.string(),
   name: z.string(),
   data: z.unknown(),
   /** The job's original options, requeue's meta included. */
@@ -38,6 +42,16 @@ export const deadJobRecordSchema = z.object({
   replays: z.number().int().default(0),
 });
 export type DeadJobRecord = z.infer<typeof deadJobRecordSchema>;
+
+/** The death itself, as stored in the record's `dead` field. */
+export const deathSchema = z.object({
+  reason: z.enum(deadReasons),
+  message: z.string(),
+  attempts: z.number().int(),
+  deadAt: z.number(),
+  firstFailedAt: z.number().optional(),
+});
+export type StoredDeath = z.infer<typeof deathSchema>;
 
 /** Which dead jobs an operation applies to. */
 export interface DeadJobFilter {
@@ -65,16 +79,31 @@ export const retentionSchema = z
   .strict();
 export type Retention = z.infer<typeof retentionSchema>;
 
+/** What one application of the retention removed, by why. */
+export interface RetentionResult {
+  byAge: number;
+  byCount: number;
+}
+
 export interface DeadLetterOptions {
   connection?: RedisLike;
   retention?: Partial<Retention>;
   clock?: Clock;
+  logger?: Logger;
+  /** Told of every retention pass that removed something (metrics). */
+  onTrim?: (removed: RetentionResult) => void;
 }
 
 /** Progress of a bulk operation. */
 export interface BulkProgress {
   done: number;
   total: number;
+}
+
+/** What a replay did. */
+export interface ReplayResult extends BulkProgress {
+  /** Dead jobs whose source id was taken, replayed under a fresh id (history kept). */
+  renamed: { from: string; to: string }[];
 }
 
 export interface BulkOptions {
@@ -86,76 +115,59 @@ export interface BulkOptions {
   batchSize?: number;
 }
 
-/** A paused queue keeps its jobs in `wait` (BullMQ 6). */
-const liveStates = ['wait'] as const;
+/** The fields of a dead record's hash that make up a {@link DeadJobRecord}. */
+const recordFields = ['name', 'data', 'opts', 'rq', 'rql', 'gen', 'dead'] as const;
+/** The fields a filter needs. */
+const filterFields = ['name', 'gen', 'dead'] as const;
+
+/** A dead record located: its id, its death generation and what filters look at. */
+interface DeadRef {
+  id: string;
+  gen: string;
+  name: string;
+  death: StoredDeath;
+}
 
 /**
- * One source queue's dead-letter queue: a BullMQ queue, kept paused, that no
- * worker processes, so BullMQ tooling can see it. Each dead job has the same
- * id as it had in the source queue, which makes every move idempotent: a
- * move interrupted by a crash is finished by running it again.
+ * One source queue's dead-letter queue. A dead job is its BullMQ hash,
+ * renamed at its death to `requeue:{<queue>}:dead:<id>` with the death added,
+ * and indexed by death time in a sorted set; every move in or out is one
+ * Lua script, fenced by the job's lock (in) or the death's generation (out).
  */
 export class DeadLetterQueue {
-  readonly bull: Queue;
-  readonly source: Queue;
   readonly retention: Retention;
   private readonly redis: Redis;
   private readonly owned: boolean;
   private readonly clock: Clock;
-  private lastRetentionAt = -Infinity;
-  private paused: Promise<void> | undefined;
+  private readonly logger: Logger;
+  private readonly keys;
+  private readonly bull;
 
   constructor(
     readonly sourceName: string,
-    options: DeadLetterOptions = {},
+    private readonly options: DeadLetterOptions = {},
   ) {
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;
     this.clock = options.clock ?? systemClock;
+    this.logger = (options.logger ?? createLogger()).child({ queue: sourceName });
     this.retention = parseConfig(retentionSchema, options.retention ?? {}, 'retention');
-    this.bull = new Queue(deadLetterQueueName(sourceName), { connection: redis });
-    this.source = new Queue(sourceName, { connection: redis });
-    // Connection trouble surfaces as the rejection of the call that met it.
-    this.bull.on('error', () => undefined);
-    this.source.on('error', () => undefined);
-  }
-
-  /**
-   * Stores a dead job. Idempotent: storing the same id twice keeps the first.
-   * Retention is applied at most once a second as jobs arrive.
-   */
-  async put(record: DeadJobRecord): Promise<void> {
-    await this.ensurePaused();
-    // One light read (the `data` field only): is this id in the DLQ already?
-    const existing = parseRecord(
-      await this.redis.hget(this.bull.toKey(dlqJobId(record.id)), 'data'),
-    );
-    if (existing && existing.deadAt !== record.deadAt) {
-      // Another job under the same id (a key re-added after its first job died)
-      // died too: keep one record, with both lives' history.
-      record = { ...record, history: [...existing.history, ...record.history] };
-      await this.removeDead([record.id]);
-    } else if (existing) {
-      return; // The same death, stored already by a move that was interrupted.
-    }
-    await this.bull.add(record.name, deadJobRecordSchema.parse(record), {
-      jobId: dlqJobId(record.id),
-      removeOnComplete: true,
-      removeOnFail: true,
-    });
-    const now = this.clock.now();
-    if (now - this.lastRetentionAt >= 1000) {
-      this.lastRetentionAt = now;
-      await this.applyRetention();
-    }
+    this.keys = requeueKeys(sourceName);
+    this.bull = bullKeys(sourceName);
   }
 
   /** One dead job by its id — or by its idempotency key — or undefined. */
   async get(id: string): Promise<DeadJobRecord | undefined> {
-    const job =
-      (await this.bull.getJob(dlqJobId(id))) ?? (await this.bull.getJob(dlqJobId(jobIdForKey(id))));
-    return job ? toRecord(job) : undefined;
+    const direct = await this.read(id);
+    if (direct) return direct;
+    let keyed: string | undefined;
+    try {
+      keyed = jobIdForKey(id);
+    } catch {
+      return undefined;
+    }
+    return keyed === id ? undefined : this.read(keyed);
   }
 
   /** Dead jobs matching `filter`, newest first, paged by `offset` and `limit`. */
@@ -165,24 +177,26 @@ export class DeadLetterQueue {
   ): Promise<DeadJobRecord[]> {
     const offset = page.offset ?? 0;
     const limit = page.limit ?? 50;
-    const out: DeadJobRecord[] = [];
+    const refs: DeadRef[] = [];
     let skipped = 0;
-    for await (const record of this.scan(filter)) {
+    for await (const ref of this.scan(filter)) {
       if (skipped < offset) {
         skipped += 1;
         continue;
       }
-      out.push(record);
-      if (out.length >= limit) break;
+      refs.push(ref);
+      if (refs.length >= limit) break;
     }
-    return out;
+    const records = await this.readMany(refs.map((r) => r.id));
+    return records.filter((r): r is DeadJobRecord => r !== undefined);
   }
 
   /** How many dead jobs match `filter`. */
   async count(filter: DeadJobFilter = {}): Promise<number> {
-    if (isEmptyFilter(filter)) {
-      const counts = await this.bull.getJobCounts(...liveStates);
-      return counts.wait ?? 0;
+    if (filter.id === undefined && filter.reason === undefined && filter.name === undefined) {
+      if (filter.since === undefined && filter.until === undefined)
+        return this.redis.zcard(this.keys.dead);
+      return this.redis.zcount(this.keys.dead, ...scoreRange(filter));
     }
     let n = 0;
     for await (const _ of this.scan(filter)) n += 1;
@@ -191,202 +205,253 @@ export class DeadLetterQueue {
 
   /**
    * Moves matching dead jobs back to the source queue with fresh attempts and
-   * their history kept. Each batch is added to the source (idempotent by job
-   * id) before it leaves the DLQ, so an interrupted replay loses nothing and a
-   * second run finishes it.
+   * their history kept. Works on the deaths that matched when it started: a
+   * job that dies again meanwhile is a new death and is left alone, so a
+   * replay cannot run away. Each job moves in one step, only if its record is
+   * still the death that was read; a taken source id gives a fresh id.
+   * Interrupted and run again, it replays what is left.
    */
-  async replay(filter: DeadJobFilter, options: BulkOptions = {}): Promise<BulkProgress> {
-    return this.bulk(filter, options, async (records) => {
-      await this.source.addBulk(records.map((r) => replayEntry(r)));
-      await this.removeDead(records.map((r) => r.id));
+  async replay(filter: DeadJobFilter, options: BulkOptions = {}): Promise<ReplayResult> {
+    const renamed: ReplayResult['renamed'] = [];
+    const progress = await this.bulk(filter, options, async (refs) => {
+      const args: string[] = [
+        this.keys.deadRecordPrefix,
+        this.bull.prefix,
+        String(this.clock.now()),
+      ];
+      for (const ref of refs) args.push(ref.id, ref.gen, newJobId());
+      const reply = await runScript<string[]>(
+        this.redis,
+        'replayDead',
+        [
+          this.keys.dead,
+          this.bull.wait,
+          this.bull.meta,
+          this.bull.active,
+          this.bull.marker,
+          this.bull.events,
+        ],
+        args,
+      );
+      let done = 0;
+      for (let i = 0; i < reply.length; i += 2) {
+        const from = reply[i]!;
+        const to = reply[i + 1]!;
+        if (to === '') continue;
+        done += 1;
+        if (to !== from) renamed.push({ from, to });
+      }
+      return done;
+    });
+    return { ...progress, renamed };
+  }
+
+  /** Deletes matching dead jobs for good (each only if it is still the death that was read). */
+  async purge(filter: DeadJobFilter, options: BulkOptions = {}): Promise<BulkProgress> {
+    return this.bulk(filter, options, async (refs) => {
+      const args = [this.keys.deadRecordPrefix, ...refs.flatMap((r) => [r.id, r.gen])];
+      return runScript<number>(this.redis, 'purgeDead', [this.keys.dead], args);
     });
   }
 
-  /** Deletes matching dead jobs for good. */
-  async purge(filter: DeadJobFilter, options: BulkOptions = {}): Promise<BulkProgress> {
-    return this.bulk(filter, options, (records) => this.removeDead(records.map((r) => r.id)));
-  }
-
-  /** Drops dead jobs past the retention's age and count. Returns how many went. */
+  /**
+   * Drops dead jobs past the retention's age and count, in steps of at most
+   * 1,000 (each one script). Never silent: what it removes is logged as a
+   * warning with how many and why, and reported to `onTrim`.
+   */
   async applyRetention(): Promise<number> {
-    const wait = this.bull.keys.wait!;
-    const prefix = this.bull.toKey('');
+    const total: RetentionResult = { byAge: 0, byCount: 0 };
     const cutoff = this.clock.now() - this.retention.maxAgeMs;
-    let removed = 0;
-    // The DLQ's list is newest first, so the oldest are at its tail: take them
-    // from there while they are past the cutoff (by their deadAt).
     for (;;) {
-      const ids = await this.redis.lrange(wait, -500, -1);
-      const pipeline = this.redis.pipeline();
-      for (const id of ids) pipeline.hget(prefix + id, 'data');
-      const replies = ids.length > 0 ? ((await pipeline.exec()) ?? []) : [];
-      const old: string[] = [];
-      for (let i = ids.length - 1; i >= 0; i -= 1) {
-        const record = parseRecord(replies[i]?.[1]);
-        if (record && record.deadAt >= cutoff) break;
-        old.push(ids[i]!);
-      }
-      removed += await removeWaitingJobs(this.redis, wait, prefix, old);
-      if (old.length < 500) break;
-    }
-    const excess = (await this.count()) - this.retention.maxCount;
-    if (excess > 0) {
-      removed += await removeWaitingJobs(
+      const [byAge, byCount] = await runScript<[number, number]>(
         this.redis,
-        wait,
-        prefix,
-        await this.redis.lrange(wait, -excess, -1),
+        'trimDead',
+        [this.keys.dead],
+        [this.keys.deadRecordPrefix, cutoff, this.retention.maxCount, 1000],
       );
+      total.byAge += byAge;
+      total.byCount += byCount;
+      if (byAge + byCount < 1000) break;
+    }
+    const removed = total.byAge + total.byCount;
+    if (removed > 0) {
+      this.logger.warn(
+        {
+          removedByAge: total.byAge,
+          removedByCount: total.byCount,
+          maxAgeMs: this.retention.maxAgeMs,
+          maxCount: this.retention.maxCount,
+        },
+        `DLQ retention removed ${removed} dead job(s): ${total.byAge} older than maxAgeMs, ` +
+          `${total.byCount} beyond maxCount`,
+      );
+      this.options.onTrim?.(total);
     }
     return removed;
   }
 
   async close(): Promise<void> {
-    await this.bull.close();
-    await this.source.close();
     if (this.owned) this.redis.disconnect();
   }
 
-  /** Removes dead jobs by source id, many per round trip. */
-  private async removeDead(sourceIds: string[]): Promise<void> {
-    await removeWaitingJobs(
-      this.redis,
-      this.bull.keys.wait!,
-      this.bull.toKey(''),
-      sourceIds.map(dlqJobId),
-    );
+  private async read(id: string): Promise<DeadJobRecord | undefined> {
+    const [record] = await this.readMany([id]);
+    return record;
   }
 
-  /** Pauses the DLQ once, so that a worker started on it by mistake takes nothing. */
-  private ensurePaused(): Promise<void> {
-    this.paused ??= this.bull.pause();
-    return this.paused;
+  private async readMany(ids: readonly string[]): Promise<(DeadJobRecord | undefined)[]> {
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hmget(this.keys.deadRecordPrefix + id, ...recordFields);
+    const replies = (await pipeline.exec()) ?? [];
+    return ids.map((id, i) => toRecord(this.sourceName, id, replies[i]?.[1] as RawFields));
   }
 
-  private async *scan(filter: DeadJobFilter): AsyncGenerator<DeadJobRecord> {
+  /**
+   * Matching dead records, newest first, a page per round trip; only the
+   * fields filters need are read. Records that cannot be read are skipped.
+   */
+  private async *scan(filter: DeadJobFilter): AsyncGenerator<DeadRef> {
     if (filter.id !== undefined) {
       const record = await this.get(filter.id);
-      if (record && matches({ ...record, id: filter.id }, filter)) yield record;
+      if (record && matches(record, record, filter))
+        yield { id: record.id, gen: record.gen, name: record.name, death: record };
       return;
     }
-    // Newest first, a page per round trip: only each job's `data` field is
-    // read, which is where the dead record lives (BullMQ's getJobs reads and
-    // builds whole jobs, several times slower on a large DLQ).
-    const pageSize = 500;
-    const prefix = this.bull.toKey('');
-    for (let start = 0; ; start += pageSize) {
-      const ids = await this.redis.lrange(this.bull.keys.wait!, start, start + pageSize - 1);
-      if (ids.length === 0) return;
+    const pageSize = 1000;
+    const [min, max] = scoreRange(filter);
+    // Pages by score, newest first. Deaths in the same millisecond straddle a
+    // page's edge: the next page starts at that score and skips what was seen.
+    let upper = max;
+    let seen = new Set<string>();
+    for (;;) {
+      const limit = pageSize + seen.size;
+      const raw = await this.redis.zrevrangebyscore(
+        this.keys.dead,
+        upper,
+        min,
+        'WITHSCORES',
+        'LIMIT',
+        0,
+        limit,
+      );
+      const entries: [string, string][] = [];
+      for (let i = 0; i < raw.length; i += 2)
+        if (!seen.has(raw[i]!)) entries.push([raw[i]!, raw[i + 1]!]);
+      if (entries.length === 0) return;
       const pipeline = this.redis.pipeline();
-      for (const id of ids) pipeline.hget(prefix + id, 'data');
+      for (const [id] of entries) pipeline.hmget(this.keys.deadRecordPrefix + id, ...filterFields);
       const replies = (await pipeline.exec()) ?? [];
-      for (const [, raw] of replies) {
-        const record = parseRecord(raw);
-        if (record && matches(record, filter)) yield record;
+      for (let i = 0; i < entries.length; i += 1) {
+        const id = entries[i]![0];
+        const [name, gen, dead] = (replies[i]?.[1] ?? []) as (string | null)[];
+        const death = parseDeath(dead);
+        if (name == null || gen == null || !death) continue;
+        if (matches({ id, name }, death, filter)) yield { id, gen, name, death };
       }
-      if (ids.length < pageSize) return;
+      if (raw.length / 2 < limit) return;
+      const lastScore = entries.at(-1)![1];
+      const atLast = entries.filter(([, score]) => score === lastScore).map(([id]) => id);
+      seen = lastScore === upper ? new Set([...seen, ...atLast]) : new Set(atLast);
+      upper = lastScore;
     }
   }
 
+  /**
+   * Runs `apply` over the matching deaths as they were at the start, in
+   * batches; `apply` returns how many of a batch it handled.
+   */
   private async bulk(
     filter: DeadJobFilter,
     options: BulkOptions,
-    apply: (records: DeadJobRecord[]) => Promise<void>,
+    apply: (refs: DeadRef[]) => Promise<number>,
   ): Promise<BulkProgress> {
-    const total = await this.count(filter);
-    const progress: BulkProgress = { done: 0, total };
-    options.onProgress?.(progress);
+    const snapshot: DeadRef[] = [];
+    for await (const ref of this.scan(filter)) snapshot.push(ref);
+    const progress: BulkProgress = { done: 0, total: snapshot.length };
+    options.onProgress?.({ ...progress });
     const batchSize = Math.max(
       1,
       Math.min(options.batchSize ?? 500, options.ratePerSec ?? Infinity),
     );
     const startedAt = this.clock.now();
-    while (!options.signal?.aborted) {
-      // Always read from the top: what was handled has left the DLQ.
-      const batch = await this.list(filter, { offset: 0, limit: batchSize });
-      if (batch.length === 0) break;
-      await apply(batch);
-      progress.done += batch.length;
-      options.onProgress?.({ ...progress, total: Math.max(total, progress.done) });
+    let handled = 0;
+    for (let i = 0; i < snapshot.length && !options.signal?.aborted; i += batchSize) {
+      const batch = snapshot.slice(i, i + batchSize);
+      progress.done += await apply(batch);
+      handled += batch.length;
+      options.onProgress?.({ ...progress });
       if (options.ratePerSec !== undefined) {
-        const dueAt = startedAt + (progress.done / options.ratePerSec) * 1000;
+        const dueAt = startedAt + (handled / options.ratePerSec) * 1000;
         const waitMs = dueAt - this.clock.now();
         if (waitMs > 0) await sleep(waitMs, options.signal);
       }
-      if (filter.id !== undefined) break;
     }
-    return { done: progress.done, total: Math.max(total, progress.done) };
+    return progress;
   }
 }
 
-function isEmptyFilter(filter: DeadJobFilter): boolean {
-  return Object.values(filter).every((v) => v === undefined);
+type RawFields = (string | null)[] | undefined;
+
+function toRecord(source: string, id: string, raw: RawFields): DeadJobRecord | undefined {
+  if (!raw) return undefined;
+  const [name, data, opts, rq, rql, gen, dead] = raw;
+  const death = parseDeath(dead);
+  if (name == null || gen == null || !death) return undefined;
+  const parsedOpts = parseJson(opts);
+  const meta = (isObject(parsedOpts) ? parsedOpts.rq : undefined) as JobMeta | undefined;
+  const record: DeadJobRecord = {
+    source,
+    id,
+    gen,
+    name,
+    data: parseJson(data),
+    opts: isObject(parsedOpts) ? parsedOpts : {},
+    ...(typeof meta?.key === 'string' ? { idempotencyKey: meta.key } : {}),
+    reason: death.reason,
+    message: death.message,
+    attempts: death.attempts,
+    history: parseJobState(rq)?.history ?? [],
+    ...(death.firstFailedAt !== undefined ? { firstFailedAt: death.firstFailedAt } : {}),
+    deadAt: death.deadAt,
+    replays: Number(rql ?? 0),
+  };
+  return record;
 }
 
-function matches(record: DeadJobRecord, filter: DeadJobFilter): boolean {
-  if (filter.id !== undefined && record.id !== filter.id) return false;
-  if (filter.reason !== undefined && record.reason !== filter.reason) return false;
-  if (filter.name !== undefined && record.name !== filter.name) return false;
-  if (filter.since !== undefined && record.deadAt < filter.since) return false;
-  if (filter.until !== undefined && record.deadAt >= filter.until) return false;
-  return true;
-}
-
-function toRecord(job: Job): DeadJobRecord | undefined {
-  const parsed = deadJobRecordSchema.safeParse(job.data);
+function parseDeath(raw: string | null | undefined): StoredDeath | undefined {
+  const parsed = deathSchema.safeParse(parseJson(raw));
   return parsed.success ? parsed.data : undefined;
 }
 
-/** A dead record from a job hash's raw `data` field; anything unreadable is skipped. */
-function parseRecord(raw: unknown): DeadJobRecord | undefined {
-  if (typeof raw !== 'string') return undefined;
+function parseJson(raw: string | null | undefined): unknown {
+  if (raw == null) return undefined;
   try {
-    const parsed = deadJobRecordSchema.safeParse(JSON.parse(raw));
-    return parsed.success ? parsed.data : undefined;
+    return JSON.parse(raw);
   } catch {
     return undefined;
   }
 }
 
-/**
- * A dead job's id in the DLQ: its source id, encoded as BullMQ wants custom
- * ids (a generated id like `42` is an integer, which BullMQ refuses).
- */
-function dlqJobId(sourceId: string): string {
-  return jobIdForKey(sourceId);
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/**
- * The id a replayed job gets in the source queue: its own id when it was a
- * custom one (an idempotency key), else one derived from the replay count.
- * Deterministic, so replaying twice after a crash adds it once.
- */
-export function replayJobId(record: Pick<DeadJobRecord, 'id' | 'replays'>): string {
-  return /^\d+$/.test(record.id) ? `${record.id}-r${record.replays + 1}` : record.id;
+function matches(
+  record: { id: string; name: string },
+  death: StoredDeath,
+  filter: DeadJobFilter,
+): boolean {
+  if (filter.reason !== undefined && death.reason !== filter.reason) return false;
+  if (filter.name !== undefined && record.name !== filter.name) return false;
+  if (filter.since !== undefined && death.deadAt < filter.since) return false;
+  if (filter.until !== undefined && death.deadAt >= filter.until) return false;
+  return true;
 }
 
-/** The source-queue entry that brings a dead job back: fresh attempts, history carried. */
-function replayEntry(record: DeadJobRecord) {
-  const meta = (record.opts.rq ?? {}) as JobMeta;
-  const carried = emptyJobState();
-  carried.history = record.history;
-  carried.replays = record.replays + 1;
-  const opts = { ...record.opts, jobId: replayJobId(record), rq: { ...meta, carried } };
-  delete (opts as Record<string, unknown>).delay;
-  delete (opts as Record<string, unknown>).timestamp;
-  return { name: record.name, data: record.data, opts };
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
+/** The index's score range for a filter's times: [min, max] for ZREVRANGEBYSCORE. */
+function scoreRange(filter: DeadJobFilter): [string, string] {
+  const min = filter.since !== undefined ? String(filter.since) : '-inf';
+  const max = filter.until !== undefined ? `(${filter.until}` : '+inf';
+  return [min, max];
 }

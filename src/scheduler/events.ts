@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
+import type { Logger } from '../config/logger.js';
+import type { AttemptRecord } from '../policy/job-state.js';
 import type { DeadJobRecord } from './dead-letter.js';
-import type { AttemptRecord } from './job-state.js';
 
-/** The events a requeue worker emits, by name. */
+/** The events a requeue worker emits, by name. Each comes after the state it announces is stored. */
 export interface WorkerEvents {
   'retry:scheduled': [
     event: {
@@ -14,6 +15,7 @@ export interface WorkerEvents {
       record: AttemptRecord;
     },
   ];
+  /** One per death; `record.gen` identifies the death (dedupe on it). */
   'job:dead-lettered': [event: { queue: string; jobId: string; record: DeadJobRecord }];
   'job:completed': [event: { queue: string; jobId: string; attempt: number; result: unknown }];
   'job:deferred': [event: { queue: string; jobId: string; untilMs: number; key: string }];
@@ -23,6 +25,8 @@ export interface WorkerEvents {
   'budget:exhausted': [
     event: { queue: string; jobId: string; action: 'delay-to-cap' | 'dead-letter' },
   ];
+  /** DLQ retention removed dead jobs (also logged as a warning). */
+  'dlq:trimmed': [event: { queue: string; byAge: number; byCount: number }];
   /** An error requeue could not hand to anyone else (lost connection, lost lock). */
   error: [error: Error];
 }
@@ -43,5 +47,23 @@ export class TypedEmitter<E extends { [K in keyof E]: unknown[] }> extends Event
 
   override emit<K extends keyof E & string>(event: K, ...args: E[K]): boolean {
     return super.emit(event, ...args);
+  }
+
+  /**
+   * Calls every listener of `event`, each on its own: a listener that throws
+   * (or returns a promise that rejects) is logged and the others still run.
+   * Nothing a listener does reaches the caller, so no listener can change a
+   * job's fate. (graphile-worker's `safeEmit`.)
+   */
+  safeEmit<K extends keyof E & string>(logger: Logger, event: K, ...args: E[K]): void {
+    for (const listener of this.rawListeners(event)) {
+      try {
+        const returned = (listener as (...a: unknown[]) => unknown).apply(this, args);
+        if (returned instanceof Promise)
+          returned.catch((err: unknown) => logger.error({ err, event }, 'event listener failed'));
+      } catch (err) {
+        logger.error({ err, event }, 'event listener failed');
+      }
+    }
   }
 }

@@ -8,9 +8,10 @@ import {
   type RetryPolicyInput,
 } from '../policy/retry-policy.js';
 import { resolveRedis, type RedisLike } from '../redis/connection.js';
-import { deadLetterQueueName } from '../redis/keys.js';
+import { requeueKeys } from '../redis/keys.js';
+import { newJobId } from '../util/system.js';
 import { jobIdForKey } from './job-id.js';
-import type { JobMeta } from './job-state.js';
+import type { JobMeta } from '../policy/job-state.js';
 
 /** Options of {@link createQueue}. */
 export interface QueueOptions<T = unknown> {
@@ -117,7 +118,10 @@ export class RequeueQueue<T = unknown> {
     };
     // Every byte of options is read and written on each move: leave out an empty meta.
     if (Object.keys(meta).length > 0) jobOpts.rq = meta;
-    if (opts.idempotencyKey !== undefined) jobOpts.jobId = jobIdForKey(opts.idempotencyKey);
+    // Every job gets its id here, at the producer: an add that the client
+    // re-sends after a reconnect then finds its job instead of making another.
+    jobOpts.jobId =
+      opts.idempotencyKey !== undefined ? jobIdForKey(opts.idempotencyKey) : newJobId();
     if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
     return jobOpts;
   }
@@ -133,26 +137,20 @@ export interface QueueCounts {
   dead: number;
 }
 
-/** Reads the counts of a source queue and of its DLQ. */
+/** Reads the counts of a source queue and of its DLQ (read-only). */
 export async function queueCounts(queue: Queue, name: string, redis: Redis): Promise<QueueCounts> {
-  const dlq = new Queue(deadLetterQueueName(name), { connection: redis });
-  dlq.on('error', () => undefined);
-  try {
-    const [live, dead] = await Promise.all([
-      queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'),
-      dlq.getJobCounts('waiting'),
-    ]);
-    return {
-      waiting: (live.waiting ?? 0) + (live.prioritized ?? 0),
-      active: live.active ?? 0,
-      delayed: live.delayed ?? 0,
-      completed: live.completed ?? 0,
-      failed: live.failed ?? 0,
-      dead: dead.waiting ?? 0,
-    };
-  } finally {
-    await dlq.close();
-  }
+  const [live, dead] = await Promise.all([
+    queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'),
+    redis.zcard(requeueKeys(name).dead),
+  ]);
+  return {
+    waiting: (live.waiting ?? 0) + (live.prioritized ?? 0),
+    active: live.active ?? 0,
+    delayed: live.delayed ?? 0,
+    completed: live.completed ?? 0,
+    failed: live.failed ?? 0,
+    dead,
+  };
 }
 
 /** Creates a producer for `name`. */

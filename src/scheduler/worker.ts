@@ -1,12 +1,7 @@
-import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
-import { formatZodError } from '../config/env.js';
-import { deadReasonOf } from '../errors/permanent-error.js';
 import { createLogger, type Logger } from '../config/logger.js';
-import { classifyError, describeError, parseClassifyOptions } from '../policy/classify/index.js';
-import type { ClassifyOptions } from '../policy/classify/classify.js';
-import { applyEmptyBudget, decideFailure, type FailureDecision } from '../policy/decide.js';
 import {
   parseBreakerOptions,
   type BreakerOptions,
@@ -14,55 +9,36 @@ import {
 } from '../policy/breaker/breaker-options.js';
 import {
   parseBudgetOptions,
-  successRefund,
   type BudgetOptions,
   type BudgetOptionsInput,
 } from '../policy/budget/budget-options.js';
-import type { BreakerMessage } from '../redis/breaker-store.js';
-import { BreakerGate } from './breaker-gate.js';
+import { parseClassifyOptions } from '../policy/classify/index.js';
+import type { ClassifyOptions } from '../policy/classify/classify.js';
+import type { JobMeta } from '../policy/job-state.js';
 import {
   parseRetryPolicy,
   type RetryPolicy,
   type RetryPolicyInput,
 } from '../policy/retry-policy.js';
+import type { BreakerMessage } from '../redis/breaker-store.js';
 import { resolveRedis, type RedisLike } from '../redis/connection.js';
-import { setStateIfLocked } from '../redis/scripts.js';
+import { withDeadline } from '../util/lifecycle.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../util/system.js';
-import { DeadLetterQueue, type DeadJobRecord, type Retention } from './dead-letter.js';
-import { TypedEmitter, type WorkerEvents } from './events.js';
 import {
-  emptyJobState,
-  parseJobState,
-  readJobMeta,
-  serializeJobState,
-  type AttemptRecord,
-  type DeadReason,
-  type JobMeta,
-  type JobState,
-} from './job-state.js';
+  runAttempt,
+  type Attempt,
+  type AttemptContext,
+  type Handler,
+  type RequeueJob,
+} from './attempt.js';
+import { BreakerGate } from './breaker-gate.js';
+import { DeadLetterQueue, type DeadJobRecord, type Retention } from './dead-letter.js';
+import { deadLetter } from './dead-letterer.js';
+import { TypedEmitter, type WorkerEvents } from './events.js';
+import { FetchPause } from './fetch-pause.js';
+import { JobMoves } from './job-moves.js';
 
-/** What a handler receives: the job's data, its idempotency key and its attempt number. */
-export interface RequeueJob<T = unknown> {
-  readonly id: string;
-  readonly name: string;
-  readonly data: T;
-  readonly queue: string;
-  /** The producer's idempotency key, if any (e.g. a webhook-id). */
-  readonly idempotencyKey: string | undefined;
-  /** 1-based attempt number in this life of the job. */
-  readonly attempt: number;
-  /** The attempts before this one (earlier lives included). */
-  readonly history: readonly AttemptRecord[];
-  readonly tags: Readonly<Record<string, string>>;
-  /** Aborted when the worker is closing with a deadline. */
-  readonly signal: AbortSignal;
-  /** Adds fields to this attempt's history record (status, latency, a body snippet). */
-  annotate(details: Record<string, unknown>): void;
-  /** The underlying BullMQ job, for what requeue does not wrap. */
-  readonly bullJob: Job;
-}
-
-export type Handler<T, R> = (job: RequeueJob<T>) => Promise<R>;
+export type { Handler, RequeueJob } from './attempt.js';
 
 /** Options of {@link createWorker}. */
 export interface WorkerOptions<T = unknown> {
@@ -78,8 +54,17 @@ export interface WorkerOptions<T = unknown> {
   schema?: z.ZodType<T>;
   /** Retention of the DLQ. @defaultValue 180 days, 10,000 jobs */
   retention?: Partial<Retention>;
-  /** Called after a job has been moved to the DLQ. Errors it throws are logged, not raised. */
+  /**
+   * Called once per death, after the job is stored in the DLQ. Errors it
+   * throws are logged, not raised. If this process dies between the move and
+   * the call, it is not called: dedupe on `record.gen` if you copy records.
+   */
   onDead?: (record: DeadJobRecord) => void | Promise<void>;
+  /**
+   * An attempt running longer than this fails as a timeout (retryable), and
+   * its `signal` is aborted. @defaultValue none: an attempt may run forever
+   */
+  attemptTimeoutMs?: number;
   /** How long a job's lock lasts before it is thought stalled. @defaultValue `30_000` */
   lockDurationMs?: number;
   /** How often stalled jobs are looked for. @defaultValue `30_000` */
@@ -106,38 +91,38 @@ export interface WorkerOptions<T = unknown> {
 /** The breaker key of the queue-wide breaker (when no `breakerKey` is given). */
 export const queueBreakerKey = '__queue__';
 
-/** Thrown through BullMQ after requeue has itself moved the job to the DLQ. */
-class DeadLettered extends UnrecoverableError {}
-
 /**
- * Wraps a BullMQ worker: runs the handler, and when it throws, classifies the
- * error and either re-enqueues the job in the delayed set or moves it to the
- * DLQ, keeping the attempt history in the job hash.
+ * A requeue worker: a BullMQ worker whose processor runs one attempt
+ * (`attempt.ts`) and applies its outcome with one fenced move (`job-moves.ts`,
+ * `dead-letterer.ts`), announcing it only once it is stored. This class wires
+ * those parts together and owns the lifecycle.
  */
 export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<WorkerEvents> {
   readonly bull: Worker;
   readonly dlq: DeadLetterQueue;
   readonly policy: RetryPolicy;
-  private readonly classifyOptions: ClassifyOptions;
-  private readonly redis: Redis;
-  private readonly owned: boolean;
-  private readonly clock: Clock;
-  private readonly random: Random;
-  private readonly logger: Logger;
-  private readonly closing = new AbortController();
   readonly breakerOptions: BreakerOptions | undefined;
   readonly budgetOptions: BudgetOptions | undefined;
   readonly gate: BreakerGate;
+  private readonly redis: Redis;
+  private readonly owned: boolean;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly closing = new AbortController();
+  private readonly moves: JobMoves;
+  private readonly fetch: FetchPause;
+  private readonly attemptContext: AttemptContext<T>;
   private readonly started: Promise<void>;
-  private fetchPaused = false;
   private readonly policyCache = new Map<string, RetryPolicy>();
-  /** The attempt number each running job is on (deferrals do not count), for events. */
+  /** The attempt number each running job is on, for `job:completed`. */
   private readonly attempts = new WeakMap<Job, number>();
-  private resumeTimer: NodeJS.Timeout | undefined;
+  private lastRetentionAt = -Infinity;
+  private retention: Promise<unknown> = Promise.resolve();
+  private closed: Promise<void> | undefined;
 
   constructor(
     readonly name: string,
-    private readonly handler: Handler<T, R>,
+    handler: Handler<T, R>,
     private readonly options: WorkerOptions<T> = {},
   ) {
     super();
@@ -145,9 +130,9 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.redis = redis;
     this.owned = owned;
     this.clock = options.clock ?? systemClock;
-    this.random = options.random ?? systemRandom;
+    const random = options.random ?? systemRandom;
     this.policy = parseRetryPolicy(options.policy ?? {}, 'worker.policy');
-    this.classifyOptions = parseClassifyOptions(options.classify ?? {});
+    const classify: ClassifyOptions = parseClassifyOptions(options.classify ?? {});
     this.logger = (options.logger ?? createLogger()).child({ queue: name });
     this.breakerOptions = options.breaker
       ? parseBreakerOptions(options.breaker, 'worker.breaker')
@@ -168,11 +153,13 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       connection: redis,
       retention: options.retention,
       clock: this.clock,
+      logger: this.logger,
+      onTrim: (removed) => this.safeEmit(this.logger, 'dlq:trimmed', { queue: name, ...removed }),
     });
     this.bull = new Worker(name, (job, token) => this.process(job, token), {
       connection: redis,
       concurrency: options.concurrency ?? 1,
-      // Started once the breaker's cache is loaded (see below).
+      // Started once the breaker's cache is loaded (see run()).
       autorun: false,
       lockDuration: options.lockDurationMs ?? 30_000,
       stalledInterval: options.stalledIntervalMs ?? 30_000,
@@ -180,21 +167,40 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       // a job that keeps killing workers; BullMQ must not fail it on its own.
       maxStalledCount: 1_000_000,
     });
+    this.moves = new JobMoves(redis, this.bull, name);
+    this.fetch = new FetchPause(this.bull, this.clock, this.logger);
+    this.attemptContext = {
+      queue: name,
+      handler: handler as Handler<T, unknown>,
+      schema: options.schema,
+      classify,
+      policyOf: (meta) => (meta.policy ? this.jobPolicy(meta.policy) : this.policy),
+      gate: this.gate,
+      breakerKeyOf: (job) => this.breakerKeyOf(job),
+      budget: this.budgetOptions,
+      maxDeferrals: this.breakerOptions?.maxDeferrals ?? Number.POSITIVE_INFINITY,
+      attemptTimeoutMs: options.attemptTimeoutMs,
+      closing: this.closing.signal,
+      clock: this.clock,
+      random,
+      logger: this.logger,
+    };
+    // BullMQ emits `completed` once the job is stored as completed.
     this.bull.on('completed', (job, result) => {
-      this.emit('job:completed', {
+      this.safeEmit(this.logger, 'job:completed', {
         queue: name,
         jobId: String(job.id),
         attempt: this.attempts.get(job) ?? job.attemptsStarted,
         result,
       });
     });
+    this.bull.on('error', (err) => {
+      this.logger.error({ err }, 'worker error');
+      if (this.listenerCount('error') > 0) this.safeEmit(this.logger, 'error', err);
+    });
     this.started = this.gate.start();
     if (options.autorun ?? true)
       void this.run().catch((err) => this.logger.error({ err }, 'worker stopped'));
-    this.bull.on('error', (err) => {
-      this.logger.error({ err }, 'worker error');
-      if (this.listenerCount('error') > 0) this.emit('error', err);
-    });
   }
 
   /** Starts processing (when created with `autorun: false`). */
@@ -210,138 +216,158 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   }
 
   /**
-   * Stops taking jobs, lets active ones finish for up to `timeoutMs`, then
-   * closes every connection. Jobs still running after that are left active
-   * and come back through stalled-job recovery.
+   * Stops taking jobs and lets active ones finish; returns within `timeoutMs`
+   * whatever handlers, BullMQ or Redis do. Past the deadline the jobs'
+   * signals are aborted and connections are closed; jobs still running are
+   * left active and come back through stalled-job recovery.
    */
-  async close({ timeoutMs = 30_000 }: { timeoutMs?: number } = {}): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const graceful = this.bull.close();
-    const deadline = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), timeoutMs);
-      timer.unref();
-    });
-    const outcome = await Promise.race([graceful.then(() => 'closed' as const), deadline]);
-    clearTimeout(timer);
-    if (this.resumeTimer) clearTimeout(this.resumeTimer);
-    if (outcome === 'timeout') {
-      this.closing.abort();
+  close({ timeoutMs = 30_000 }: { timeoutMs?: number } = {}): Promise<void> {
+    this.closed ??= this.shutdown(timeoutMs);
+    return this.closed;
+  }
+
+  private async shutdown(timeoutMs: number): Promise<void> {
+    const deadline = this.clock.now() + timeoutMs;
+    const left = (): number => Math.max(0, deadline - this.clock.now());
+    this.fetch.stop();
+    // Most of the time for active jobs; the rest to close connections.
+    const graceful = await withDeadline(this.bull.close(), Math.floor(timeoutMs * 0.8));
+    if (graceful.kind === 'timeout') {
+      this.closing.abort(new Error('worker closing'));
       this.logger.warn(
         { timeoutMs },
         'active jobs did not finish in time; leaving them to stalled recovery',
       );
-      await this.bull.close(true);
+      void this.bull.close(true).catch(() => undefined);
+      await withDeadline(
+        this.bull.disconnect().catch(() => undefined),
+        left(),
+      );
     }
-    await this.gate.close();
-    await this.dlq.close();
+    await withDeadline(
+      Promise.allSettled([this.retention, this.gate.close(), this.dlq.close()]),
+      left(),
+    );
     if (this.owned) this.redis.disconnect();
   }
 
-  private async process(job: Job, token: string | undefined): Promise<R> {
+  private async process(job: Job, token: string | undefined): Promise<unknown> {
     if (!token)
       throw new Error('requeue needs a lock token; sandboxed processors are not supported');
-    const meta = readJobMeta(job.opts);
-    const state = await this.loadState(job, meta);
-    const attempt = Math.max(1, job.attemptsStarted - state.deferrals);
-    this.attempts.set(job, attempt);
-    // A child logger per job costs more than the rest of the happy path: make it only when used.
-    const log = (): Logger => this.logger.child({ jobId: job.id, attempt });
-
-    if (state.dead) {
-      // A crash came between marking this job dead and removing it: finish the move.
-      return this.deadLetter(
-        job,
-        token,
-        meta,
-        state,
-        state.dead.reason,
-        state.dead.message,
-        state.dead.attempts ?? attempt - 1,
-      );
-    }
-    const policy = meta.policy ? this.jobPolicy(meta.policy) : this.policy;
-    const stalled = this.recordStalls(state, attempt);
-    if (attempt > policy.maxAttempts) {
-      // Earlier attempts died with their worker; this one would exceed the limit.
-      return this.deadLetter(
-        job,
-        token,
-        meta,
-        state,
-        'max-attempts',
-        'worker died during the last attempt',
-        attempt - 1,
-      );
-    }
-
-    let data = job.data as T;
-    if (this.options.schema) {
-      const parsed = this.options.schema.safeParse(job.data);
-      if (!parsed.success) {
-        const message = formatZodError(parsed.error, 'data');
-        log().warn({ reason: message }, 'invalid payload; dead-lettering');
-        return this.deadLetter(job, token, meta, state, 'invalid-payload', message, attempt);
-      }
-      data = parsed.data;
-    }
-
-    const startedAt = this.clock.now();
-    let details: Record<string, unknown> | undefined;
-    const handle: RequeueJob<T> = Object.freeze({
-      id: String(job.id),
-      name: job.name,
-      data,
-      queue: this.name,
-      idempotencyKey: meta.key,
-      attempt,
-      history: state.history,
-      tags: meta.tags ?? {},
-      signal: this.closing.signal,
-      annotate: (extra: Record<string, unknown>) => {
-        details = { ...details, ...extra };
-      },
-      bullJob: job,
-    });
-    const breakerKey = this.breakerKeyOf(handle);
-    let probeId: string | undefined;
-    if (breakerKey !== undefined) {
-      const checked = this.gate.check(breakerKey, () => `${job.id}:${job.attemptsStarted}`);
-      const admission = checked instanceof Promise ? await checked : checked;
-      if (admission.kind === 'reject')
-        return this.defer(job, token, meta, state, attempt, breakerKey, admission.retryAt);
-      if (admission.kind === 'probe') probeId = admission.probeId;
-    }
-    let result: R;
+    let attempt: Attempt;
     try {
-      result = await this.handler(handle);
+      attempt = await runAttempt(this.attemptContext, job, await this.moves.load(job));
     } catch (err) {
-      return this.onFailure(
-        job,
-        token,
-        meta,
-        state,
-        policy,
-        attempt,
-        startedAt,
-        err,
-        details,
-        log(),
-        breakerKey,
-        probeId,
-      );
+      // requeue's own I/O failed (Redis): the job stays active and comes back
+      // through stalled recovery, counted as a stalled attempt.
+      this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
+      throw new DelayedError();
     }
-    if (breakerKey !== undefined)
-      this.gate.outcome(breakerKey, true, probeId)?.catch((err) => log().warn({ err }, 'breaker'));
-    if (this.budgetOptions)
-      this.gate.settle(successRefund(this.budgetOptions, attempt, state.lastRetryCost));
-    // A success after a crash keeps the crashed attempts in the job's history.
-    if (stalled)
-      await setStateIfLocked(this.redis, this.jobKey(job), token, serializeJobState(state));
-    return result;
+    return this.apply(job, token, attempt);
+  }
+
+  /** Applies an outcome with one fenced move, then announces it. */
+  private async apply(job: Job, token: string, attempt: Attempt): Promise<unknown> {
+    const jobId = String(job.id);
+    const log = (): Logger => this.logger.child({ jobId, attempt: attempt.attempt });
+    try {
+      switch (attempt.kind) {
+        case 'completed':
+          // A success after a crash keeps the crashed attempts in the history.
+          if (attempt.stateChanged) await this.moves.writeState(job, token, attempt.state);
+          this.attempts.set(job, attempt.attempt);
+          return attempt.result;
+        case 'retry': {
+          const now = this.clock.now();
+          await this.moves.delay(job, token, attempt.state, attempt.delayMs, now, true);
+          const { record } = attempt;
+          log().info(
+            {
+              error: record.error,
+              delayMs: attempt.delayMs,
+              retryAt: new Date(attempt.retryAt).toISOString(),
+              source: record.delaySource,
+            },
+            'retry scheduled',
+          );
+          this.announceBudget(jobId, attempt);
+          this.safeEmit(this.logger, 'retry:scheduled', {
+            queue: this.name,
+            jobId,
+            attempt: attempt.attempt,
+            delayMs: attempt.delayMs,
+            retryAt: attempt.retryAt,
+            record,
+          });
+          break;
+        }
+        case 'deferred': {
+          const now = this.clock.now();
+          if (attempt.key === queueBreakerKey) {
+            // An isolated circuit stays shut until closed by hand: no timer may resume fetching.
+            const isolated = this.gate.stateOf(attempt.key)?.isolated;
+            this.fetch.pause(isolated ? Number.POSITIVE_INFINITY : attempt.retryAt);
+          }
+          await this.moves.delay(job, token, attempt.state, attempt.retryAt - now, now, false);
+          this.safeEmit(this.logger, 'job:deferred', {
+            queue: this.name,
+            jobId,
+            untilMs: attempt.retryAt,
+            key: attempt.key,
+          });
+          break;
+        }
+        case 'dead': {
+          const record = await deadLetter(
+            {
+              queue: this.name,
+              moves: this.moves,
+              dlq: this.dlq,
+              events: this,
+              logger: this.logger,
+              onDead: this.options.onDead,
+            },
+            job,
+            token,
+            attempt,
+          );
+          if (record) {
+            this.announceBudget(jobId, attempt);
+            this.scheduleRetention();
+          }
+          break;
+        }
+      }
+    } catch (err) {
+      // The move was refused (the lock is someone else's) or Redis failed: the
+      // job is where the last successful move left it.
+      log().warn({ err, outcome: attempt.kind }, 'could not move the job; leaving it');
+    }
+    throw new DelayedError();
+  }
+
+  private announceBudget(jobId: string, attempt: Attempt): void {
+    if (!attempt.budgetExhausted) return;
+    this.logger.warn({ jobId, onEmpty: attempt.budgetExhausted }, 'retry budget empty');
+    this.safeEmit(this.logger, 'budget:exhausted', {
+      queue: this.name,
+      jobId,
+      action: attempt.budgetExhausted,
+    });
+  }
+
+  /** DLQ retention, at most once a second as jobs die, off the job's path. */
+  private scheduleRetention(): void {
+    const now = this.clock.now();
+    if (now - this.lastRetentionAt < 1000) return;
+    this.lastRetentionAt = now;
+    this.retention = this.dlq
+      .applyRetention()
+      .catch((err) => this.logger.warn({ err }, 'could not apply the DLQ retention'));
   }
 
   /** A job's own policy, validated once per distinct policy rather than once per job. */
-  private jobPolicy(stored: Record<string, unknown>): RetryPolicy {
+  private jobPolicy(stored: NonNullable<JobMeta['policy']>): RetryPolicy {
     const key = JSON.stringify(stored);
     let policy = this.policyCache.get(key);
     if (!policy) {
@@ -368,72 +394,6 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     }
   }
 
-  /**
-   * Puts a job back until its circuit may let it through, without consuming
-   * an attempt and without counting as a failure; bounded by `maxDeferrals`.
-   */
-  private async defer(
-    job: Job,
-    token: string,
-    meta: JobMeta,
-    state: JobState,
-    attempt: number,
-    key: string,
-    retryAt: number,
-  ): Promise<never> {
-    const now = this.clock.now();
-    state.deferrals += 1;
-    const max = this.breakerOptions?.maxDeferrals ?? Infinity;
-    if (state.deferrals > max) {
-      return this.deadLetter(
-        job,
-        token,
-        meta,
-        state,
-        'max-deferrals',
-        `circuit ${key} stayed open through ${max} deferrals`,
-        attempt - 1,
-      );
-    }
-    const delayMs = Math.max(0, retryAt - now);
-    const last = state.history.at(-1);
-    if (last?.outcome === 'deferred' && last.replay === state.replays) {
-      // Consecutive deferrals share one record, so an outage does not bloat the history.
-      last.details = { ...last.details, count: Number(last.details?.count ?? 1) + 1 };
-      last.retryAt = retryAt;
-      last.delayMs = delayMs;
-    } else {
-      state.history.push({
-        attempt,
-        replay: state.replays,
-        startedAt: now,
-        outcome: 'deferred',
-        decision: 'deferred',
-        delayMs,
-        retryAt,
-        details: { breakerKey: key, count: 1 },
-      });
-    }
-    if (key === queueBreakerKey) {
-      // An isolated circuit stays shut until closed by hand: no timer may resume fetching.
-      this.pauseFetching(this.gate.stateOf(key)?.isolated ? Number.POSITIVE_INFINITY : retryAt);
-    }
-    try {
-      const backend = (job as unknown as { backend: JobBackend }).backend;
-      await backend.moveToDelayed(String(job.id), now, Math.round(delayMs), token, {
-        skipAttempt: true,
-        fieldsToUpdate: { rq: serializeJobState(state) },
-      });
-    } catch (err) {
-      this.logger.warn(
-        { err, jobId: job.id },
-        'could not defer the job; the job is back in the queue',
-      );
-    }
-    this.emit('job:deferred', { queue: this.name, jobId: String(job.id), untilMs: retryAt, key });
-    throw new DelayedError();
-  }
-
   private onBreakerTransition(message: BreakerMessage): void {
     const { key, state } = message;
     const event = { queue: this.name, key };
@@ -449,280 +409,17 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         },
         'breaker opened',
       );
-      this.emit('breaker:opened', { ...event, halfOpenAt });
-      if (key === queueBreakerKey && !this.options.breakerKey) this.pauseFetching(halfOpenAt);
+      this.safeEmit(this.logger, 'breaker:opened', { ...event, halfOpenAt });
+      if (key === queueBreakerKey && !this.options.breakerKey) this.fetch.pause(halfOpenAt);
     } else if (state.phase === 'half-open') {
       this.logger.info({ key }, 'breaker half-open');
-      this.emit('breaker:half-open', event);
+      this.safeEmit(this.logger, 'breaker:half-open', event);
     } else {
       this.logger.info({ key }, 'breaker closed');
-      this.emit('breaker:closed', event);
-      if (key === queueBreakerKey) this.resumeFetching();
+      this.safeEmit(this.logger, 'breaker:closed', event);
+      if (key === queueBreakerKey) this.fetch.resume();
     }
   }
-
-  /** Stops fetching jobs until `until` (or a transition says otherwise). */
-  private pauseFetching(until: number): void {
-    if (this.resumeTimer) clearTimeout(this.resumeTimer);
-    if (!this.fetchPaused) {
-      this.fetchPaused = true;
-      void this.bull.pause(true).catch((err) => this.logger.warn({ err }, 'could not pause'));
-    }
-    if (Number.isFinite(until)) {
-      this.resumeTimer = setTimeout(
-        () => this.resumeFetching(),
-        Math.max(0, until - this.clock.now()),
-      );
-      this.resumeTimer.unref();
-    }
-  }
-
-  private resumeFetching(): void {
-    if (this.resumeTimer) clearTimeout(this.resumeTimer);
-    this.resumeTimer = undefined;
-    if (!this.fetchPaused || this.bull.closing) return;
-    this.fetchPaused = false;
-    void this.bull.resume();
-  }
-
-  private async loadState(job: Job, meta: JobMeta): Promise<JobState> {
-    // The first attempt of a job has no stored state: skip the round trip.
-    if (job.attemptsStarted > 1) {
-      const stored = parseJobState(await this.redis.hget(this.jobKey(job), 'rq'));
-      if (stored) return stored;
-    }
-    return meta.carried ? structuredClone(meta.carried) : emptyJobState();
-  }
-
-  /** Adds a `stalled` record for each attempt that died with its worker. */
-  private recordStalls(state: JobState, attempt: number): boolean {
-    const life = state.history.filter(
-      (r) => r.replay === state.replays && r.outcome !== 'deferred',
-    );
-    const first = life.length + 1;
-    for (let missing = first; missing < attempt; missing += 1) {
-      state.history.push({
-        attempt: missing,
-        replay: state.replays,
-        startedAt: this.clock.now(),
-        outcome: 'stalled',
-        decision: 'retry',
-        error: { class: 'Stalled', message: 'the worker stopped during this attempt' },
-      });
-    }
-    return first < attempt;
-  }
-
-  private async onFailure(
-    job: Job,
-    token: string,
-    meta: JobMeta,
-    state: JobState,
-    policy: RetryPolicy,
-    attempt: number,
-    startedAt: number,
-    err: unknown,
-    details: Record<string, unknown> | undefined,
-    log: Logger,
-    breakerKey: string | undefined,
-    probeId: string | undefined,
-  ): Promise<never> {
-    const now = this.clock.now();
-    const classification = classifyError(err, this.classifyOptions, now);
-    if (breakerKey !== undefined) {
-      // Only failures that speak of the dependency's health count; a probe that
-      // got a permanent answer shows the dependency is answering.
-      const healthy = classification.kind === 'permanent';
-      if (!healthy || probeId !== undefined) {
-        this.gate
-          .outcome(breakerKey, healthy, probeId)
-          ?.catch((e) => log.warn({ err: e }, 'breaker'));
-      }
-    }
-    this.gate.settle(0);
-    // The window counts from the first failure, not from when that attempt began.
-    const firstFailedAt = state.firstFailedAt ?? now;
-    let decision: FailureDecision = decideFailure({
-      classification,
-      policy,
-      attemptsMade: attempt,
-      previousDelayMs: state.previousDelayMs,
-      firstFailedAt,
-      now,
-      random: this.random,
-    });
-    if (decision.action === 'retry' && this.budgetOptions) {
-      const { granted, cost } = await this.gate.takeRetry(
-        classification.kind === 'retry' && classification.timeout,
-      );
-      // A denied take costs nothing, so its success must refund nothing either.
-      state.lastRetryCost = cost;
-      if (!granted) {
-        decision = applyEmptyBudget(decision, policy, now, this.budgetOptions.onEmpty);
-        log.warn({ onEmpty: this.budgetOptions.onEmpty }, 'retry budget empty');
-        this.emit('budget:exhausted', {
-          queue: this.name,
-          jobId: String(job.id),
-          action: this.budgetOptions.onEmpty,
-        });
-      }
-    }
-    const error = describeError(err);
-    const record: AttemptRecord = {
-      attempt,
-      replay: state.replays,
-      startedAt,
-      finishedAt: now,
-      outcome: 'failed',
-      error,
-      classification: classification.reason,
-      decision: decision.action,
-      ...(details ? { details } : {}),
-    };
-    state.firstFailedAt = firstFailedAt;
-    if (decision.action === 'dead-letter') {
-      decision.reason = deadReasonOf(err) ?? decision.reason;
-      record.deadReason = decision.reason;
-      state.history.push(record);
-      return this.deadLetter(job, token, meta, state, decision.reason, error.message, attempt);
-    }
-    record.delayMs = decision.delayMs;
-    record.retryAt = decision.retryAt;
-    record.delaySource = decision.source;
-    state.history.push(record);
-    state.previousDelayMs = decision.delayMs;
-    try {
-      await this.moveToDelayed(job, token, state, decision.delayMs, now);
-    } catch (moveErr) {
-      // Lost the lock (the job stalled and went back to the queue): whoever has it now decides.
-      log.warn({ err: moveErr }, 'could not schedule the retry; the job is back in the queue');
-      throw new DelayedError();
-    }
-    log.info(
-      {
-        error: {
-          class: error.class,
-          message: error.message,
-          status: error.status,
-          code: error.code,
-        },
-        delayMs: decision.delayMs,
-        retryAt: new Date(decision.retryAt).toISOString(),
-        source: decision.source,
-      },
-      'retry scheduled',
-    );
-    this.emit('retry:scheduled', {
-      queue: this.name,
-      jobId: String(job.id),
-      attempt,
-      delayMs: decision.delayMs,
-      retryAt: decision.retryAt,
-      record,
-    });
-    throw new DelayedError();
-  }
-
-  /** Moves the job to the delayed set and writes its state, in one atomic step. */
-  private async moveToDelayed(
-    job: Job,
-    token: string,
-    state: JobState,
-    delayMs: number,
-    now: number,
-  ): Promise<void> {
-    const backend = (job as unknown as { backend: JobBackend }).backend;
-    await backend.moveToDelayed(String(job.id), now, Math.max(0, Math.round(delayMs)), token, {
-      skipAttempt: false,
-      fieldsToUpdate: { rq: serializeJobState(state) },
-    });
-  }
-
-  /**
-   * Moves a job to the DLQ, crash-safe in three idempotent steps: mark it dead
-   * in its hash (while holding its lock), store it in the DLQ under the same
-   * id, remove it from the source queue. A crash between steps leaves the
-   * job marked; whoever picks it up next finishes the move without running
-   * the handler again.
-   */
-  private async deadLetter(
-    job: Job,
-    token: string,
-    meta: JobMeta,
-    state: JobState,
-    reason: DeadReason,
-    message: string,
-    attempts: number,
-  ): Promise<never> {
-    const deadAt = state.dead?.deadAt ?? this.clock.now();
-    state.dead = { reason, message, deadAt, attempts };
-    const marked = await setStateIfLocked(
-      this.redis,
-      this.jobKey(job),
-      token,
-      serializeJobState(state),
-    );
-    if (!marked) {
-      this.logger.warn(
-        { jobId: job.id },
-        'lost the lock before dead-lettering; another worker has the job',
-      );
-      throw new DelayedError();
-    }
-    const { rq: _rq, ...originalOpts } = job.opts as Record<string, unknown>;
-    const record: DeadJobRecord = {
-      source: this.name,
-      id: String(job.id),
-      name: job.name,
-      data: job.data,
-      opts: { ...originalOpts, rq: { ...meta, carried: undefined } },
-      ...(meta.key !== undefined ? { idempotencyKey: meta.key } : {}),
-      reason,
-      message,
-      attempts,
-      history: state.history,
-      ...(state.firstFailedAt !== undefined ? { firstFailedAt: state.firstFailedAt } : {}),
-      deadAt,
-      replays: state.replays,
-    };
-    try {
-      await this.dlq.put(record);
-    } catch (putErr) {
-      // Leave the job active and marked: stalled recovery brings it back and the move resumes.
-      this.logger.error(
-        { err: putErr, jobId: job.id },
-        'could not store the dead job; will resume after recovery',
-      );
-      throw new DelayedError();
-    }
-    this.logger.warn({ jobId: job.id, reason, attempts, message }, 'job dead-lettered');
-    this.emit('job:dead-lettered', { queue: this.name, jobId: record.id, record });
-    if (this.options.onDead) {
-      try {
-        await this.options.onDead(record);
-      } catch (hookErr) {
-        this.logger.error({ err: hookErr, jobId: job.id }, 'death hook failed');
-      }
-    }
-    // BullMQ removes the job from the source as it fails it.
-    job.opts.removeOnFail = true;
-    throw new DeadLettered(`dead-lettered: ${reason}`);
-  }
-
-  private jobKey(job: Job): string {
-    return this.bull.toKey(String(job.id));
-  }
-}
-
-/** The part of BullMQ's queue backend requeue calls to move a job with its state in one step. */
-interface JobBackend {
-  moveToDelayed(
-    jobId: string,
-    timestamp: number,
-    delay: number,
-    token: string,
-    opts: { skipAttempt: boolean; fieldsToUpdate: Record<string, string> },
-  ): Promise<unknown>;
 }
 
 /** Creates a worker for `name` that runs `handler` with requeue's retries and DLQ. */

@@ -1,3 +1,4 @@
+import { v7 as uuidv7 } from 'uuid';
 /**
  * The one module that reads the machine's clock and random source. Everything
  * else receives a {@link Clock} and a {@link Random}, so tests can pin both.
@@ -16,3 +17,12 @@ export const systemClock: Clock = { now: () => Date.now() };
 
 /** The process's random source (not for cryptography). */
 export const systemRandom: Random = () => Math.random();
+
+/**
+ * A new job id, unique and time-ordered (a UUIDv7): given at the producer so
+ * that an add re-sent after a reconnect finds its job instead of making a
+ * second one.
+ */
+export function newJobId(): string {
+  return uuidv7();
+}

@@ -25,5 +25,4 @@ export type CrashMode =
   | 'crash'
   /** Fail permanently, then SIGKILL the process in `onDead` (after the DLQ put, before the removal). */
   | 'die-on-dead'
-  /** Fail permanently, then SIGKILL the process when the DLQ put starts (after the dead mark). */
-  | 'die-before-put';
+  /** Fail permanently, then SIGKILL the process when the DLQ put starts (after the dead mark). */;

@@ -27,7 +27,7 @@ export function connect(url = redisUrl()): Redis {
 
 /** Deletes every key of a queue (BullMQ's `bull:<name>:*` and requeue's keys). */
 export async function cleanQueue(redis: Redis, name: string): Promise<void> {
-  for (const pattern of [`bull:${name}:*`, `bull:${name}.dlq:*`, `requeue:{${name}}:*`]) {
+  for (const pattern of [`bull:${name}:*`, `requeue:{${name}}:*`]) {
     let cursor = '0';
     do {
       const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);

@@ -15,7 +15,7 @@ import { BreakerStore, type BreakerMessage } from '../../src/redis/breaker-store
 import { BudgetStore } from '../../src/redis/budget-store.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
-import { parseJobState, type JobState } from '../../src/scheduler/job-state.js';
+import { parseJobState, type JobState } from '../../src/policy/job-state.js';
 import {
   createWorker,
   queueBreakerKey,
@@ -774,6 +774,8 @@ describe('requeue breaker (CLI)', () => {
       halfOpenAt: number | null;
       probesInFlight: number;
       trips: number;
+      windowMs: number | null;
+      buckets: number | null;
     }[];
     budget: { kind: string; tokens?: number; capacity?: number; denied?: number };
   }
@@ -827,6 +829,9 @@ describe('requeue breaker (CLI)', () => {
           halfOpenAt: now + 30_000,
           probesInFlight: 0,
           trips: 1,
+          // The live window's own geometry, whatever the caller's options.
+          windowMs: 10_000,
+          buckets: 10,
         },
       ]);
       expect(open.budget).toMatchObject({ tokens: 485, capacity: 500 });

@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadHandler } from '../../src/cli/commands/worker.js';
 import { createLogger } from '../../src/config/logger.js';
 import { freePort } from '../../src/redis/redis-server.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { createQueue, type QueueCounts } from '../../src/scheduler/queue.js';
-import { createWorker } from '../../src/scheduler/worker.js';
+import { createWorker, type Handler } from '../../src/scheduler/worker.js';
+import { loadHandlerModule } from '../../src/util/load-module.js';
 import { runTs, spawnTs, type CommandResult, type TsChild } from '../harness/child.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
@@ -164,7 +164,11 @@ describe('the requeue CLI', () => {
       const queue = queueName('cli-dlq');
       // The dead jobs are made in this process: the CLI is what is under test here.
       const producer = createQueue(queue, { connection: redisUrl() });
-      const worker = createWorker(queue, await loadHandler(handlerModule), {
+      const { handler } = await loadHandlerModule<Handler<unknown, unknown>>(
+        handlerModule,
+        'handler',
+      );
+      const worker = createWorker(queue, handler, {
         connection: redisUrl(),
         logger: createLogger({ level: 'silent' }),
         policy: { strategy: 'fixed', baseMs: 10, capMs: 10, maxAttempts: 2 },
@@ -178,8 +182,8 @@ describe('the requeue CLI', () => {
       });
       const permanent = await producer.add('permanent', { fail: 'permanent' });
       const always = await producer.add('always', { fail: 'always' });
-      await events.waitFor('bull:failed', (e) => e.jobId === permanent.id);
-      await events.waitFor('bull:failed', (e) => e.jobId === always.id);
+      await events.waitFor('job:dead-lettered', (e) => e.jobId === permanent.id);
+      await events.waitFor('job:dead-lettered', (e) => e.jobId === always.id);
       // No worker from here on: a replayed job stays waiting.
       await (stopped ??= stopWorker());
 

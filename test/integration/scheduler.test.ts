@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createLogger } from '../../src/config/logger.js';
 import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
 import { DeadLetterQueue, type DeadJobRecord } from '../../src/scheduler/dead-letter.js';
-import { parseJobState, type AttemptRecord } from '../../src/scheduler/job-state.js';
+import { parseJobState, type AttemptRecord } from '../../src/policy/job-state.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import {
   createWorker,
@@ -15,6 +15,7 @@ import { ManualClock } from '../../src/util/fake-clock.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { WorkerEventLog, gate } from '../harness/worker-events.js';
+import { seedDead } from '../harness/dlq.js';
 
 /**
  * Clock skew allowed between the worker's clock (which stamps the history)
@@ -81,7 +82,11 @@ function setup(prefix: string) {
 }
 
 /** A dead record as the worker would store it, for the DLQ's own operations. */
-function deadRecord(source: string, id: string, extra: Partial<DeadJobRecord> = {}): DeadJobRecord {
+function deadRecord(
+  source: string,
+  id: string,
+  extra: Partial<DeadJobRecord> = {},
+): Omit<DeadJobRecord, 'gen'> {
   const deadAt = extra.deadAt ?? Date.now();
   return {
     source,
@@ -203,7 +208,7 @@ describe('retries', () => {
       { policy: { strategy: 'fixed', baseMs: 10, capMs: 10, maxAttempts: 5 } },
     );
     const { id } = await t.queue.add('send', { to: 'a@example.test' });
-    await events.waitFor('bull:failed', (e) => e.jobId === id);
+    await events.waitFor('job:dead-lettered', (e) => e.jobId === id);
 
     expect(calls).toBe(1);
     expect(events.all('retry:scheduled')).toEqual([]);
@@ -373,11 +378,11 @@ describe('jobs and payloads', () => {
     });
     const key = 'webhook:msg_7';
     const first = await t.queue.add('deliver', { n: 1 }, { idempotencyKey: key });
-    await events.waitForCount('bull:failed', 1);
+    await events.waitForCount('job:dead-lettered', 1);
     // The first job has left the source queue, so the key adds a new job.
     const second = await t.queue.add('deliver', { n: 2 }, { idempotencyKey: key });
     expect(second.id).toBe(first.id);
-    await events.waitForCount('bull:failed', 2);
+    await events.waitForCount('job:dead-lettered', 2);
 
     expect(events.all('job:dead-lettered').map((e) => e.record.data)).toEqual([{ n: 1 }, { n: 2 }]);
     // The second death must not vanish behind the first one's record.
@@ -425,11 +430,11 @@ describe('the dead-letter queue', () => {
       { policy: { strategy: 'fixed', baseMs: 20, capMs: 20, maxAttempts: 3 } },
     );
     const { id } = await t.queue.add('sync', { account: 7 });
-    await events.waitFor('bull:failed', (e) => e.jobId === id);
+    await events.waitFor('job:dead-lettered', (e) => e.jobId === id);
     expect(await t.dlq.count()).toBe(1);
 
     healthy = true;
-    expect(await t.dlq.replay({ id })).toEqual({ done: 1, total: 1 });
+    expect(await t.dlq.replay({ id })).toEqual({ done: 1, total: 1, renamed: [] });
     const done = await events.waitFor('job:completed');
 
     expect(await t.dlq.count()).toBe(0);
@@ -457,11 +462,11 @@ describe('the dead-letter queue', () => {
     });
     const key = 'order:7';
     const { id } = await t.queue.add('sync', { order: 7 }, { idempotencyKey: key });
-    await events.waitFor('bull:failed', (e) => e.jobId === id);
+    await events.waitFor('job:dead-lettered', (e) => e.jobId === id);
     expect(await t.dlq.get(id)).toMatchObject({ idempotencyKey: key, reason: 'permanent-error' });
 
     healthy = true;
-    expect(await t.dlq.replay({ reason: 'permanent-error' })).toEqual({ done: 1, total: 1 });
+    expect(await t.dlq.replay({ reason: 'permanent-error' })).toEqual({ done: 1, total: 1, renamed: [] });
     await events.waitFor('job:completed', (e) => e.jobId === id);
     expect(keys).toEqual([key, key]);
     expect(await t.dlq.count()).toBe(0);
@@ -484,7 +489,7 @@ describe('the dead-letter queue', () => {
     ];
     const added = await t.queue.addBulk(specs.map((s) => ({ name: s.name, data: s })));
     const ids = added.map((job) => job.id);
-    await events.waitForCount('bull:failed', specs.length, (e) => ids.includes(e.jobId));
+    await events.waitForCount('job:dead-lettered', specs.length, (e) => ids.includes(e.jobId));
     // Newest first: with one worker the jobs died in the order they were added.
     const newestFirst = [...ids].reverse();
     const idsOf = (records: DeadJobRecord[]) => records.map((r) => r.id);
@@ -526,7 +531,8 @@ describe('the dead-letter queue', () => {
       await dlq.close();
       await cleanQueue(admin, name);
     });
-    for (const id of ['d1', 'd2', 'd3', 'd4', 'd5']) await dlq.put(deadRecord(name, id));
+    for (const [i, id] of ['d1', 'd2', 'd3', 'd4', 'd5'].entries())
+      await seedDead(admin, deadRecord(name, id, { deadAt: Date.now() + i }));
     expect(await dlq.count()).toBe(5);
 
     expect(await dlq.applyRetention()).toBe(2);
@@ -541,18 +547,12 @@ describe('the dead-letter queue', () => {
       await writer.close();
       await cleanQueue(admin, name);
     });
-    // BullMQ's clean compares the time a job entered the DLQ with its own Date.now().
-    await writer.put(deadRecord(name, 'old1'));
-    await writer.put(deadRecord(name, 'old2'));
-    const oldAt = Math.max(...(await writer.bull.getJobs(['wait'])).map((j) => j.timestamp));
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    await writer.put(deadRecord(name, 'new1'));
-    await writer.put(deadRecord(name, 'new2'));
-    const jobs = await writer.bull.getJobs(['wait']);
-    const newAt = Math.min(
-      ...jobs.filter((j) => j.data.id.startsWith('new')).map((j) => j.timestamp),
-    );
-    expect(newAt - oldAt).toBeGreaterThanOrEqual(400);
+    const oldAt = Date.now() - 10_000;
+    const newAt = oldAt + 400;
+    await seedDead(admin, deadRecord(name, 'old1', { deadAt: oldAt - 1 }));
+    await seedDead(admin, deadRecord(name, 'old2', { deadAt: oldAt }));
+    await seedDead(admin, deadRecord(name, 'new1', { deadAt: newAt }));
+    await seedDead(admin, deadRecord(name, 'new2', { deadAt: newAt + 1 }));
 
     const boundary = (oldAt + newAt) / 2;
     const trimmer = new DeadLetterQueue(name, {
@@ -576,8 +576,8 @@ describe('the dead-letter queue', () => {
       await dlq.close();
       await cleanQueue(admin, name);
     });
-    await dlq.put(deadRecord(name, 'stale', { deadAt: clock.now() - 2 * DAY_MS }));
-    await dlq.put(deadRecord(name, 'fresh', { deadAt: clock.now() }));
+    await seedDead(admin, deadRecord(name, 'stale', { deadAt: clock.now() - 2 * DAY_MS }));
+    await seedDead(admin, deadRecord(name, 'fresh', { deadAt: clock.now() }));
 
     await dlq.applyRetention();
     expect((await dlq.list()).map((r) => r.id)).toEqual(['fresh']);
@@ -611,7 +611,7 @@ describe('stats', () => {
     const retried = await t.queue.add('run', { kind: 'transient' });
     const slow = await t.queue.add('run', { kind: 'slow' });
     await events.waitFor('job:completed', (e) => e.jobId === ok.id);
-    await events.waitFor('bull:failed', (e) => e.jobId === dead.id);
+    await events.waitFor('job:dead-lettered', (e) => e.jobId === dead.id);
     await events.waitFor('retry:scheduled', (e) => e.jobId === retried.id);
     await started.promise;
     // The one worker slot is taken: these two wait.

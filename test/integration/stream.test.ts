@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { createLogger } from '../../src/config/logger.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { jobIdForKey } from '../../src/scheduler/job-id.js';
-import { parseJobState } from '../../src/scheduler/job-state.js';
+import { parseJobState } from '../../src/policy/job-state.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import {
   createStreamConsumer,

@@ -1,16 +1,18 @@
 import { z } from 'zod';
-import { deadReasons } from '../policy/dead-reason.js';
+import { deadReasons } from './dead-reason.js';
 
-export { deadReasons, type DeadReason } from '../policy/dead-reason.js';
+export { deadReasons, type DeadReason } from './dead-reason.js';
 
 /**
- * What requeue keeps with each job in Redis. Two parts:
- * - {@link JobMeta} in the job's options (`opts.rq`), written once when the job
- *   is added: its policy, its idempotency key and, for a replayed job, the
- *   history it carries from its earlier life.
+ * What requeue keeps with each job in Redis, as pure data. Two parts:
+ * - {@link JobMeta} in the job's options (`opts.rq`), written once when the
+ *   job is added: its policy, its idempotency key, its tags.
  * - {@link JobState} in the job hash's `rq` field, rewritten atomically with
- *   each move to the delayed set: the attempt history and what the strategy
- *   needs (previous delay, first failure).
+ *   each move (retry, deferral, death): the attempt history and what the
+ *   strategy needs (previous delay, first failure). Beside it, two counters
+ *   only the replay script changes: `rql`, the job's life (how many times it
+ *   was replayed), and `rqo`, BullMQ's started-attempts count when that life
+ *   began.
  * Both are validated with zod on the way in and on the way back out.
  */
 
@@ -49,29 +51,30 @@ export type AttemptRecord = z.infer<typeof attemptRecordSchema>;
 export const jobStateSchema = z.object({
   v: z.literal(1),
   history: z.array(attemptRecordSchema),
+  /** The life the per-life fields below belong to (0 before any replay). */
+  life: z.number().int().default(0),
   firstFailedAt: z.number().optional(),
   previousDelayMs: z.number().optional(),
-  /** Breaker deferrals: they do not consume attempts (attempt = started − deferrals). */
+  /** Breaker deferrals in this life: they do not consume attempts. */
   deferrals: z.number().int().default(0),
-  replays: z.number().int().default(0),
   /** Tokens the last retry took from the budget: a success gives them back. */
   lastRetryCost: z.number().optional(),
-  /** Set just before the job is copied to the DLQ: a crash after this resumes the move. */
-  dead: z
-    .object({
-      reason: z.enum(deadReasons),
-      message: z.string(),
-      deadAt: z.number(),
-      /** Attempts the job made; a resumed move reports the same number. */
-      attempts: z.number().int().optional(),
-    })
-    .optional(),
 });
 export type JobState = z.infer<typeof jobStateSchema>;
 
 /** A fresh state for a job that has not failed yet. */
-export function emptyJobState(): JobState {
-  return { v: 1, history: [], deferrals: 0, replays: 0 };
+export function emptyJobState(life = 0): JobState {
+  return { v: 1, history: [], life, deferrals: 0 };
+}
+
+/**
+ * The state a job starts its `life` with: a state stored in an earlier life
+ * keeps only its history (replay gives fresh attempts, a fresh time window).
+ */
+export function stateForLife(stored: JobState | undefined, life: number): JobState {
+  if (!stored) return emptyJobState(life);
+  if (stored.life === life) return stored;
+  return { ...emptyJobState(life), history: stored.history };
 }
 
 export const jobMetaSchema = z.object({
@@ -79,14 +82,12 @@ export const jobMetaSchema = z.object({
   policy: z.record(z.string(), z.unknown()).optional(),
   /** The idempotency key the producer gave. */
   key: z.string().optional(),
-  /** State carried over from an earlier life (a DLQ replay). */
-  carried: jobStateSchema.optional(),
   /** Extra fields a worker kind needs (a stream id, an endpoint id). */
   tags: z.record(z.string(), z.string()).optional(),
 });
 export type JobMeta = z.infer<typeof jobMetaSchema>;
 
-/** Parses a stored `rq` hash field; a corrupt value gives a fresh state rather than a crash. */
+/** Parses a stored `rq` hash field; a corrupt value gives `undefined` rather than a crash. */
 export function parseJobState(raw: string | null | undefined): JobState | undefined {
   if (!raw) return undefined;
   try {

@@ -1,0 +1,133 @@
+import type { DeadReason } from './dead-reason.js';
+import type { FailureDecision } from './decide.js';
+import type { AttemptRecord, ErrorSummary, JobState } from './job-state.js';
+
+/**
+ * The attempt history as pure functions: each takes a state and returns a new
+ * one, never mutating its input, so a move that fails leaves the caller's
+ * state as it was.
+ */
+
+/**
+ * The 1-based attempt a job is on: BullMQ's started attempts, less those of
+ * earlier lives (`lifeOffset`) and the deferrals of this life (a deferral
+ * starts the job without running the handler).
+ */
+export function attemptOf(attemptsStarted: number, lifeOffset: number, state: JobState): number {
+  return Math.max(1, attemptsStarted - lifeOffset - state.deferrals);
+}
+
+/** Records of the current life that ran the handler (or were meant to). */
+function attemptsRecorded(state: JobState): number {
+  return state.history.filter((r) => (r.replay ?? 0) === state.life && r.outcome !== 'deferred')
+    .length;
+}
+
+/**
+ * Adds a `stalled` record for each attempt before `attempt` that left no
+ * record: its worker died during it.
+ */
+export function recordStalls(
+  state: JobState,
+  attempt: number,
+  now: number,
+): { state: JobState; stalls: number } {
+  const first = attemptsRecorded(state) + 1;
+  if (first >= attempt) return { state, stalls: 0 };
+  const stalls: AttemptRecord[] = [];
+  for (let missing = first; missing < attempt; missing += 1) {
+    stalls.push({
+      attempt: missing,
+      replay: state.life,
+      startedAt: now,
+      outcome: 'stalled',
+      decision: 'retry',
+      error: { class: 'Stalled', message: 'the worker stopped during this attempt' },
+    });
+  }
+  return { state: { ...state, history: [...state.history, ...stalls] }, stalls: stalls.length };
+}
+
+/**
+ * A breaker deferral: consecutive deferrals share one record (with a count),
+ * so an outage does not bloat the history.
+ */
+export function recordDeferral(
+  state: JobState,
+  input: { attempt: number; key: string; retryAt: number; now: number },
+): JobState {
+  const delayMs = Math.max(0, input.retryAt - input.now);
+  const last = state.history.at(-1);
+  const deferrals = state.deferrals + 1;
+  if (last?.outcome === 'deferred' && (last.replay ?? 0) === state.life) {
+    const merged: AttemptRecord = {
+      ...last,
+      retryAt: input.retryAt,
+      delayMs,
+      details: { ...last.details, count: Number(last.details?.count ?? 1) + 1 },
+    };
+    return { ...state, deferrals, history: [...state.history.slice(0, -1), merged] };
+  }
+  const record: AttemptRecord = {
+    attempt: input.attempt,
+    replay: state.life,
+    startedAt: input.now,
+    outcome: 'deferred',
+    decision: 'deferred',
+    delayMs,
+    retryAt: input.retryAt,
+    details: { breakerKey: input.key, count: 1 },
+  };
+  return { ...state, deferrals, history: [...state.history, record] };
+}
+
+/** What a failed attempt leaves in the history, whatever was decided. */
+export interface FailedAttempt {
+  attempt: number;
+  startedAt: number;
+  finishedAt: number;
+  error: ErrorSummary;
+  classification: string;
+  details?: Record<string, unknown>;
+}
+
+/**
+ * A failed attempt and the decision taken on it: the record, and for a
+ * retry the strategy's memory (previous delay, first failure).
+ */
+export function recordFailure(
+  state: JobState,
+  failed: FailedAttempt,
+  decision: FailureDecision,
+): { state: JobState; record: AttemptRecord } {
+  const record: AttemptRecord = {
+    attempt: failed.attempt,
+    replay: state.life,
+    startedAt: failed.startedAt,
+    finishedAt: failed.finishedAt,
+    outcome: 'failed',
+    error: failed.error,
+    classification: failed.classification,
+    decision: decision.action,
+    ...(decision.action === 'retry'
+      ? { delayMs: decision.delayMs, retryAt: decision.retryAt, delaySource: decision.source }
+      : { deadReason: decision.reason }),
+    ...(failed.details ? { details: failed.details } : {}),
+  };
+  const next: JobState = {
+    ...state,
+    history: [...state.history, record],
+    firstFailedAt: state.firstFailedAt ?? failed.finishedAt,
+    ...(decision.action === 'retry' ? { previousDelayMs: decision.delayMs } : {}),
+  };
+  return { state: next, record };
+}
+
+/** How a job left the queue for the DLQ. */
+export interface Death {
+  reason: DeadReason;
+  message: string;
+  /** Attempts the job made in the life that ended. */
+  attempts: number;
+  deadAt: number;
+}

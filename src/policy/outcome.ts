@@ -1,0 +1,67 @@
+import type { Death } from './attempt-history.js';
+import type { AttemptRecord, JobState } from './job-state.js';
+
+/**
+ * What became of one attempt, whatever the handler did: a tagged value the
+ * worker applies with one fenced move. Every variant carries the state to
+ * store with the move.
+ */
+export type AttemptOutcome =
+  | {
+      kind: 'completed';
+      /** The handler's value, made storable (see `storableResult`). */
+      result: unknown;
+      state: JobState;
+      /** The state changed (stalls recorded) and must be written before completing. */
+      stateChanged: boolean;
+    }
+  | {
+      kind: 'retry';
+      delayMs: number;
+      retryAt: number;
+      state: JobState;
+      record: AttemptRecord;
+    }
+  | { kind: 'dead'; death: Death; state: JobState }
+  | { kind: 'deferred'; retryAt: number; key: string; state: JobState };
+
+/**
+ * A handler's return value as BullMQ can store it (JSON): a value that
+ * cannot be serialised (a BigInt, a cycle, a throwing `toJSON`) becomes a
+ * note saying so, because the work it reports has been done and must not
+ * run again.
+ */
+export function storableResult(value: unknown): unknown {
+  try {
+    JSON.stringify(value);
+    return value;
+  } catch (err) {
+    return { requeueUnstorableResult: describeUnstorable(err) };
+  }
+}
+
+/**
+ * Details a handler added with `annotate()`, kept only if they serialise;
+ * otherwise a note replaces them, so the attempt's record can be stored.
+ */
+export function storableDetails(
+  details: Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
+  if (details === undefined) return undefined;
+  try {
+    const copy = JSON.parse(JSON.stringify(details)) as unknown;
+    return typeof copy === 'object' && copy !== null && !Array.isArray(copy)
+      ? (copy as Record<string, unknown>)
+      : { annotateError: 'annotate() needs an object' };
+  } catch (err) {
+    return { annotateError: describeUnstorable(err) };
+  }
+}
+
+function describeUnstorable(err: unknown): string {
+  try {
+    return `not storable as JSON: ${String((err as Error).message).slice(0, 200)}`;
+  } catch {
+    return 'not storable as JSON';
+  }
+}

@@ -1,0 +1,51 @@
+--[[
+  Replays dead jobs into their source queue, each in one step and fenced by
+  its death generation: a record that is gone, or was replaced by a newer
+  death since the caller read it, is left alone. A record whose source id is
+  taken (the key was re-used) comes back under the fresh id the caller gave,
+  history kept. The record's hash becomes the job's hash again (renamed), its
+  life counter goes up and the attempts start again.
+
+  KEYS[1] DLQ index   KEYS[2] wait list   KEYS[3] meta   KEYS[4] active list
+  KEYS[5] marker      KEYS[6] events stream
+  ARGV[1] dead record key prefix   ARGV[2] job key prefix   ARGV[3] now (ms)
+  ARGV[4..] triples: id, generation, fresh id
+
+  Returns a flat list of pairs: id, outcome, where outcome is the id the job
+  got in the source queue, or '' when the record was skipped.
+]]
+local rcall = redis.call
+local paused = rcall('HEXISTS', KEYS[3], 'paused') == 1
+local concurrency = rcall('HGET', KEYS[3], 'concurrency')
+if not paused and concurrency then
+  paused = rcall('LLEN', KEYS[4]) >= tonumber(concurrency)
+end
+local out = {}
+local added = false
+for i = 4, #ARGV, 3 do
+  local id, gen, fresh = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local deadKey = ARGV[1] .. id
+  local target = ''
+  if rcall('HGET', deadKey, 'gen') == gen then
+    target = id
+    if rcall('EXISTS', ARGV[2] .. id) == 1 then target = fresh end
+    if rcall('EXISTS', ARGV[2] .. target) == 1 then
+      target = ''
+    else
+      local jobKey = ARGV[2] .. target
+      rcall('RENAME', deadKey, jobKey)
+      rcall('HDEL', jobKey, 'dead', 'gen', 'processedOn', 'finishedOn', 'failedReason',
+        'stacktrace', 'returnvalue', 'pb', 'stc')
+      rcall('HSET', jobKey, 'timestamp', ARGV[3], 'delay', 0, 'rqo', rcall('HGET', jobKey, 'ats') or 0)
+      rcall('HINCRBY', jobKey, 'rql', 1)
+      rcall('ZREM', KEYS[1], id)
+      rcall('LPUSH', KEYS[2], target)
+      rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting', 'jobId', target)
+      added = true
+    end
+  end
+  out[#out + 1] = id
+  out[#out + 1] = target
+end
+if added and not paused then rcall('ZADD', KEYS[5], 0, '0') end
+return out

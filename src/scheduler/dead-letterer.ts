@@ -1,0 +1,85 @@
+import type { Job } from 'bullmq';
+import type { Logger } from '../config/logger.js';
+import type { JobState } from '../policy/job-state.js';
+import type { Attempt } from './attempt.js';
+import type { DeadJobRecord, DeadLetterQueue } from './dead-letter.js';
+import type { TypedEmitter, WorkerEvents } from './events.js';
+import type { JobMoves } from './job-moves.js';
+
+/** What {@link deadLetter} needs from its worker. */
+export interface DeadLetterContext {
+  readonly queue: string;
+  readonly moves: JobMoves;
+  readonly dlq: DeadLetterQueue;
+  readonly events: TypedEmitter<WorkerEvents>;
+  readonly logger: Logger;
+  readonly onDead: ((record: DeadJobRecord) => void | Promise<void>) | undefined;
+}
+
+/**
+ * Moves a job that must die to the DLQ: one fenced script (two round trips
+ * when an earlier death of the same id is there, whose history is merged
+ * in). Only then is the death announced: one `job:dead-lettered`, one
+ * `onDead`, in this process. Returns the record, or undefined when the move
+ * did not happen (the lock was lost: whoever has the job now decides).
+ */
+export async function deadLetter(
+  ctx: DeadLetterContext,
+  job: Job,
+  token: string,
+  attempt: Extract<Attempt, { kind: 'dead' }>,
+): Promise<DeadJobRecord | undefined> {
+  const { death } = attempt;
+  let state: JobState = attempt.state;
+  const stored = JSON.stringify({
+    ...death,
+    ...(state.firstFailedAt !== undefined ? { firstFailedAt: state.firstFailedAt } : {}),
+  });
+  let moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt);
+  if (moved.kind === 'occupied') {
+    // The same id died before (a key re-added after its first job died): one
+    // record keeps both lives' history.
+    state = { ...state, history: [...(moved.state?.history ?? []), ...state.history] };
+    moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt, moved.generation);
+  }
+  if (moved.kind !== 'moved') {
+    ctx.logger.warn(
+      { jobId: job.id, outcome: moved.kind },
+      'could not dead-letter the job; whoever holds it now decides',
+    );
+    return undefined;
+  }
+  const record: DeadJobRecord = {
+    source: ctx.queue,
+    id: String(job.id),
+    gen: moved.generation,
+    name: job.name,
+    data: job.data,
+    opts: job.opts as Record<string, unknown>,
+    ...(attempt.meta.key !== undefined ? { idempotencyKey: attempt.meta.key } : {}),
+    reason: death.reason,
+    message: death.message,
+    attempts: death.attempts,
+    history: state.history,
+    ...(state.firstFailedAt !== undefined ? { firstFailedAt: state.firstFailedAt } : {}),
+    deadAt: death.deadAt,
+    replays: attempt.life,
+  };
+  ctx.logger.warn(
+    { jobId: record.id, reason: death.reason, attempts: death.attempts, message: death.message },
+    'job dead-lettered',
+  );
+  ctx.events.safeEmit(ctx.logger, 'job:dead-lettered', {
+    queue: ctx.queue,
+    jobId: record.id,
+    record,
+  });
+  if (ctx.onDead) {
+    try {
+      await ctx.onDead(record);
+    } catch (err) {
+      ctx.logger.error({ err, jobId: record.id }, 'death hook failed');
+    }
+  }
+  return record;
+}
