@@ -2,7 +2,6 @@ import type { Redis } from 'ioredis';
 import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
 import {
   admit,
-  closedState,
   forceClose,
   forceOpen,
   onProbeResult,
@@ -13,6 +12,7 @@ import {
   type Step,
   type WindowStats,
 } from '../policy/breaker/breaker.js';
+import { parseBreakerState } from '../policy/breaker/breaker-state.js';
 import { geometryFor, windowSums, type WindowGeometry } from '../policy/window.js';
 import { requeueKeys } from './keys.js';
 import { runScript } from './scripts.js';
@@ -89,7 +89,7 @@ export class BreakerStore {
 
   async read(key: string): Promise<{ state: BreakerState; version: number }> {
     const [raw, version] = await this.redis.hmget(this.keys.breaker(key), 's', 'v');
-    return { state: parseState(raw), version: Number(version ?? 0) };
+    return { state: parseBreakerState(raw), version: Number(version ?? 0) };
   }
 
   /**
@@ -124,7 +124,7 @@ export class BreakerStore {
       failures: recorded.failures,
       consecutiveFailures: recorded.consecutiveFailures,
     };
-    const first = { state: parseState(recorded.rawState), version: recorded.version };
+    const first = { state: parseBreakerState(recorded.rawState), version: recorded.version };
     const { message } = await this.change(
       key,
       (state) => onWindow(state, stats, now, this.options),
@@ -252,14 +252,5 @@ export class BreakerStore {
     throw new Error(
       `breaker ${this.queue}/${key}: too much contention, gave up after ${maxCasAttempts} tries`,
     );
-  }
-}
-
-function parseState(raw: string | null | undefined): BreakerState {
-  if (!raw) return closedState();
-  try {
-    return { ...closedState(), ...(JSON.parse(raw) as BreakerState) };
-  } catch {
-    return closedState();
   }
 }

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../config/logger.js';
 import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { admit, type Admission, type BreakerState } from '../policy/breaker/breaker.js';
+import { toBreakerState } from '../policy/breaker/breaker-state.js';
 import { retryCost, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { BreakerStore, type BreakerMessage, type OutcomeBatch } from '../redis/breaker-store.js';
 import { windowLengthMs, type WindowGeometry } from '../policy/window.js';
@@ -76,7 +77,10 @@ export class BreakerGate {
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, raw: string) => {
       try {
-        this.apply(JSON.parse(raw) as BreakerMessage);
+        const message = JSON.parse(raw) as BreakerMessage;
+        const state = toBreakerState(message.state);
+        if (!state || typeof message.key !== 'string') throw new Error('not a breaker message');
+        this.apply({ ...message, state });
       } catch (err) {
         this.options.logger.warn({ err }, 'unreadable breaker message');
       }

@@ -794,7 +794,8 @@ describe('requeue breaker (CLI)', () => {
     },
     async () => {
       const name = queueName('brk-cli');
-      const breakerFlag = breakerJson({ openMs: 30_000, minimumRequests: 10 });
+      // A window that outlives the slowest run of this test's CLI calls (a few s each).
+      const breakerFlag = breakerJson({ openMs: 30_000, minimumRequests: 10, windowMs: 600_000 });
       const store = new BreakerStore(redis, name, parseBreakerOptions(JSON.parse(breakerFlag)));
       const budget = new BudgetStore(redis, name, parseBudgetOptions({}));
 
@@ -830,7 +831,7 @@ describe('requeue breaker (CLI)', () => {
           probesInFlight: 0,
           trips: 1,
           // The live window's own geometry, whatever the caller's options.
-          windowMs: 10_000,
+          windowMs: 600_000,
           buckets: 10,
         },
       ]);
