@@ -25,7 +25,10 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     deadSequence: `${base}:dead-seq`,
     /** Hash: a breaker's state (`s`, JSON) and its version (`v`), per breaker key. */
     breaker: (key: string) => `${base}:breaker:${key}`,
-    /** Hash: a breaker's window, `<bucket>:t` and `<bucket>:f` counters and `cf` (failures in a row). */
+    /**
+     * Hash: a breaker's window: `<bucketStartMs>:t` and `:f` counters, its
+     * geometry `g`, and `cf` (failures in a row). @see src/policy/window.ts
+     */
     breakerWindow: (key: string) => `${base}:breaker-window:${key}`,
     /** Set: breaker keys that are not closed, so a starting worker can load them. */
     breakerOpenKeys: `${base}:breaker-open`,
@@ -35,7 +38,10 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     breakerChannel: `${base}:breaker-events`,
     /** Hash: the retry budget's token bucket (`tokens`, `denied`). */
     budget: `${base}:budget`,
-    /** Hash: the ratio budget's window (`<bucket>:q` requests, `<bucket>:r` retries). */
+    /**
+     * Hash: the ratio budget's window: `<bucketStartMs>:q` requests and `:r`
+     * retries, and its geometry `g`. @see src/policy/window.ts
+     */
     budgetWindow: `${base}:budget-window`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
