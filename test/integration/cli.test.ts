@@ -201,13 +201,14 @@ describe('the requeue CLI', () => {
       expect(await requeueJson('dlq', 'replay', queue, '--reason', 'permanent-error')).toEqual({
         done: 1,
         total: 1,
+        renamed: [],
       });
       const dlq = new DeadLetterQueue(queue, { connection: redisUrl() });
       onCleanup(() => dlq.close());
       expect((await dlq.list()).map((r) => r.id)).toEqual([always.id]);
-      // Back in the source queue, waiting for a worker, under its replay id.
+      // Back in the source queue, waiting for a worker, under its own id (which was free).
       expect(await producer.counts()).toMatchObject({ waiting: 1, dead: 1 });
-      expect(await producer.bull.getJob(`${permanent.id}-r1`)).toBeDefined();
+      expect(await producer.bull.getJob(permanent.id)).toBeDefined();
 
       expect(await requeueJson('dlq', 'purge', queue, '--all')).toEqual({ done: 1, total: 1 });
       expect(await requeueJson<QueueCounts>('stats', queue)).toMatchObject({

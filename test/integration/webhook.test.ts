@@ -432,7 +432,8 @@ describe('webhook delivery', () => {
       error: { code: 'ETIMEDOUT', message: `POST ${receiver.origin} timed out after 200 ms` },
       details: { code: 'ETIMEDOUT' },
     });
-    expect(retries[0]!.record.details?.latencyMs).toBeGreaterThanOrEqual(200);
+    // A 200 ms timer may fire when the millisecond clock has moved 199 ms.
+    expect(retries[0]!.record.details?.latencyMs).toBeGreaterThanOrEqual(195);
   });
 
   it('treats a 3xx as a retryable failure and does not follow it', async () => {
@@ -510,7 +511,7 @@ describe('webhook delivery', () => {
     const log = lines.join('');
     expect(log).toContain('retry scheduled');
     expect(log).toContain('job dead-lettered');
-    expect(log).toContain('invalid payload');
+    expect(log).toContain('invalid-payload');
     expect(log).toContain('[redacted]'); // the echoed values, blanked in the error messages
     expect(log).not.toContain(secret.slice('whsec_'.length));
     expect(receiver.received.length).toBeGreaterThanOrEqual(3);

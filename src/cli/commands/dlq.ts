@@ -183,7 +183,7 @@ function bulkCommand(dlq: Command, name: string, description: string): Command {
         .argument('<queue>', 'source queue name')
         .option('--id <id>', 'one job')
         .option('--all', 'every dead job (or every one the other filters match)')
-        .option('--json', 'print {"done": N, "total": N}'),
+        .option('--json', 'print {"done": N, "total": N} (replay adds "renamed": [{from, to}])'),
     ),
   );
 }
@@ -244,7 +244,7 @@ async function runBulk(
     dead: DeadLetterQueue,
     onProgress: (p: { done: number; total: number }) => void,
     signal: AbortSignal,
-  ) => Promise<{ done: number; total: number }>,
+  ) => Promise<{ done: number; total: number; renamed?: { from: string; to: string }[] }>,
 ): Promise<void> {
   const bar = new ProgressBar(verb === 'replayed' ? 'replay' : 'purge');
   // Ctrl-C stops after the current batch: what is done stays done, a rerun finishes the rest.
@@ -257,11 +257,19 @@ async function runBulk(
       run(dead, (p) => bar.update(p.done, p.total), abort.signal),
     );
     bar.finish();
-    if (opts.json) process.stdout.write(JSON.stringify(result) + '\n');
-    else
-      process.stdout.write(
-        `${verb} ${result.done} dead job${result.done === 1 ? '' : 's'}${abort.signal.aborted ? ' (interrupted; run again to finish)' : ''}\n`,
-      );
+    if (opts.json) {
+      process.stdout.write(JSON.stringify(result) + '\n');
+      return;
+    }
+    const skipped = abort.signal.aborted ? 0 : result.total - result.done;
+    process.stdout.write(
+      `${verb} ${result.done} dead job${result.done === 1 ? '' : 's'}` +
+        (abort.signal.aborted ? ' (interrupted; run again to finish)' : '') +
+        (skipped > 0 ? ` (${skipped} skipped: gone, or dead again since this run began)` : '') +
+        '\n',
+    );
+    for (const { from, to } of result.renamed ?? [])
+      process.stdout.write(`replayed ${from} as ${to}: its id is taken in the source queue\n`);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -271,6 +279,7 @@ async function runBulk(
 function listEntry(r: DeadJobRecord) {
   return {
     id: r.id,
+    gen: r.gen,
     name: r.name,
     data: r.data,
     reason: r.reason,

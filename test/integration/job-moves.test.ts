@@ -1,0 +1,121 @@
+/**
+ * `src/scheduler/job-moves.ts` is the one module that knows BullMQ's insides.
+ * These tests fail loudly when a BullMQ upgrade changes what it relies on:
+ * the version, the key layout, the job hash's fields, the queue backend's
+ * `moveToDelayed` with `fieldsToUpdate`, and that the moves are fenced by the
+ * job's lock.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Queue, Worker, type Job } from 'bullmq';
+import { afterAll, describe, expect, it } from 'vitest';
+import { emptyJobState, parseJobState } from '../../src/policy/job-state.js';
+import { requeueKeys } from '../../src/redis/keys.js';
+import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { bullKeys, bullmqVersionSupported, JobMoves } from '../../src/scheduler/job-moves.js';
+import { onCleanup } from '../harness/cleanup.js';
+import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+
+const admin = connect();
+afterAll(() => admin.disconnect());
+
+/** A job taken by hand (no processor), with its lock token. */
+async function takeJob(name: string): Promise<{ worker: Worker; job: Job; token: string }> {
+  const connection = connect();
+  const worker = new Worker(name, null, { connection, autorun: false, lockDuration: 30_000 });
+  onCleanup(async () => {
+    await worker.close(true);
+    connection.disconnect();
+  });
+  const token = 'token-' + name;
+  const job = (await worker.getNextJob(token)) as Job;
+  expect(job).toBeDefined();
+  return { worker, job, token };
+}
+
+function setup(prefix: string) {
+  const name = uniqueQueueName(prefix);
+  const queue = new Queue(name, { connection: connect() });
+  onCleanup(async () => {
+    await queue.close();
+    await cleanQueue(admin, name);
+  });
+  return { name, queue };
+}
+
+describe('BullMQ internals used by job-moves.ts', () => {
+  it('runs on the BullMQ version it was written against', () => {
+    const require = createRequire(import.meta.url);
+    const pkg = JSON.parse(readFileSync(require.resolve('bullmq/package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(pkg.version).toBe(bullmqVersionSupported);
+  });
+
+  it('knows BullMQ key layout', () => {
+    const name = uniqueQueueName('keys');
+    const queue = new Queue(name, { connection: admin });
+    const keys = bullKeys(name);
+    expect(queue.keys.active).toBe(keys.active);
+    expect(queue.keys.wait).toBe(keys.wait);
+    expect(queue.keys.stalled).toBe(keys.stalled);
+    expect(queue.keys.meta).toBe(keys.meta);
+    expect(queue.keys.marker).toBe(keys.marker);
+    expect(queue.keys.events).toBe(keys.events);
+    expect(queue.toKey('42')).toBe(`${keys.prefix}42`);
+    void queue.close();
+  });
+
+  it('moves to delayed with the state written in the same step, and counts the attempt', async () => {
+    const t = setup('delay');
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    const { worker, job, token } = await takeJob(t.name);
+    const moves = new JobMoves(admin, worker, t.name);
+    const state = { ...emptyJobState(), previousDelayMs: 7 };
+    await moves.delay(job, token, state, 60_000, Date.now(), true);
+    expect(await t.queue.getJobState('j1')).toBe('delayed');
+    const hash = await admin.hgetall(`${bullKeys(t.name).prefix}j1`);
+    expect(parseJobState(hash.rq)).toMatchObject({ previousDelayMs: 7 });
+    expect(hash.atm).toBe('1');
+    expect(hash.ats).toBe('1');
+  });
+
+  it('refuses to delay or dead-letter a job whose lock is someone else’s', async () => {
+    const t = setup('fence');
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    const { worker, job } = await takeJob(t.name);
+    const moves = new JobMoves(admin, worker, t.name);
+    const stale = 'a-token-that-expired';
+    await expect(moves.delay(job, stale, emptyJobState(), 10, Date.now(), true)).rejects.toThrow();
+    const dead = await moves.deadLetter(job, stale, emptyJobState(), deathJson(), Date.now());
+    expect(dead).toEqual({ kind: 'lock-lost' });
+    expect(await t.queue.getJobState('j1')).toBe('active');
+    expect(await admin.zcard(requeueKeys(t.name).dead)).toBe(0);
+  });
+
+  it('dead-letters in one step: out of active, into the DLQ with the hash and the death', async () => {
+    const t = setup('dead');
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    const { worker, job, token } = await takeJob(t.name);
+    const moves = new JobMoves(admin, worker, t.name);
+    const result = await moves.deadLetter(job, token, emptyJobState(), deathJson(), 1234);
+    expect(result).toMatchObject({ kind: 'moved' });
+    expect(await t.queue.getJobState('j1')).toBe('unknown');
+    expect(await admin.exists(`${bullKeys(t.name).prefix}j1:lock`)).toBe(0);
+    expect(await admin.lrange(bullKeys(t.name).active, 0, -1)).toEqual([]);
+    const dlq = new DeadLetterQueue(t.name, { connection: admin });
+    const record = await dlq.get('j1');
+    expect(record).toMatchObject({
+      id: 'j1',
+      name: 'x',
+      data: { n: 1 },
+      reason: 'permanent-error',
+      deadAt: 1234,
+    });
+    expect(record!.gen).toBe((result as { generation: string }).generation);
+  });
+});
+
+function deathJson(): string {
+  return JSON.stringify({ reason: 'permanent-error', message: 'm', attempts: 1, deadAt: 1234 });
+}
