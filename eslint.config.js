@@ -1,4 +1,5 @@
 // @ts-check
+import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -36,6 +37,37 @@ export default tseslint.config(
           object: 'Date',
           property: 'now',
           message: 'Inject a Clock (src/util/system.ts is the one place that reads Date.now).',
+        },
+      ],
+    },
+  },
+  {
+    // Pure policy code: no I/O, no adapters, nothing that reads the process.
+    files: ['src/policy/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(ioredis|bullmq|pino)(/.*)?$',
+              message: 'src/policy is pure: Redis, BullMQ and logging belong to the adapters.',
+            },
+            {
+              regex: `^(node:.*|(${builtinModules.filter((m) => !m.includes('/')).join('|')})(/.*)?)$`,
+              message:
+                'src/policy is pure: no Node I/O (take a Clock, a Random or a value instead).',
+            },
+            {
+              regex: '(^|/)(redis|scheduler|config|cli|workers)(/|$)',
+              message:
+                'src/policy must not import src/redis, src/scheduler, src/config, src/cli or workers/ (they import it).',
+            },
+            {
+              regex: '^(\\.\\./)+index\\.js$',
+              message: 'src/policy must not import the public barrel (it imports everything).',
+            },
+          ],
         },
       ],
     },

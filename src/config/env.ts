@@ -1,4 +1,19 @@
 import { z } from 'zod';
+import { parseConfig } from '../policy/validate.js';
+
+// Pure zod helpers live in src/policy/validate.ts; re-exported for the processes that read config.
+export { ConfigError, formatZodError, parseConfig } from '../policy/validate.js';
+
+/** A pino level, as `LOG_LEVEL` may name it. */
+export const logLevelSchema = z.enum([
+  'fatal',
+  'error',
+  'warn',
+  'info',
+  'debug',
+  'trace',
+  'silent',
+]);
 
 /**
  * The environment requeue reads, validated in one place. Every process
@@ -8,7 +23,7 @@ export const envSchema = z.object({
   /** Redis connection URL, e.g. `redis://:password@host:6379/0`. */
   REDIS_URL: z.string().url().optional(),
   /** pino level. @defaultValue `info` */
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: logLevelSchema.default('info'),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -16,36 +31,4 @@ export type Env = z.infer<typeof envSchema>;
 /** Reads and validates the environment; throws a {@link ConfigError} naming the variable. */
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   return parseConfig(envSchema, source, 'env');
-}
-
-/** An invalid option: the message names the field. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-/**
- * Parses `input` with `schema` and turns a zod failure into one line per
- * issue, each naming the field: `policy.capMs: must be ≥ baseMs`.
- */
-export function parseConfig<S extends z.ZodType>(
-  schema: S,
-  input: unknown,
-  label: string,
-): z.infer<S> {
-  const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  throw new ConfigError(formatZodError(result.error, label));
-}
-
-/** Formats a zod error as `label.field: message; …`. */
-export function formatZodError(error: z.ZodError, label: string): string {
-  return error.issues
-    .map((issue) => {
-      const path = [label, ...issue.path.map(String)].filter((p) => p !== '').join('.');
-      if (issue.code === 'unrecognized_keys') {
-        return `${path}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-      }
-      return `${path}: ${issue.message}`;
-    })
-    .join('; ');
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseConfig } from '../config/env.js';
+import { parseConfig } from './validate.js';
 import type { Random } from '../util/system.js';
 import { computeDelay, strategyNames } from './backoff/index.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseConfig } from '../../config/env.js';
+import { parseConfig } from '../validate.js';
 
 const positiveMs = z.number().int().positive();
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseConfig } from '../../config/env.js';
+import { parseConfig } from '../validate.js';
 
 /** What happens to a retry when the budget is empty: it is never dropped. */
 const onEmpty = z.enum(['delay-to-cap', 'dead-letter']).default('delay-to-cap');

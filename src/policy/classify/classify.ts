@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseConfig } from '../../config/env.js';
+import { parseConfig } from '../validate.js';
 import { isPermanentError } from '../../errors/permanent-error.js';
 import { isRetryableError } from '../../errors/retryable-error.js';
 import { readCodes, readProperty, readStatus } from './describe-error.js';
