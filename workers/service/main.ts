@@ -1,19 +1,22 @@
 #!/usr/bin/env node
 import { ConfigError } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
-import { waitForSignal } from '../../src/util/signals.js';
+import { closeOnSignal } from '../../src/util/signals.js';
 import { loadServiceConfig } from './config.js';
 import { startService } from './service.js';
 
 /**
  * `npm start`: the requeue service. Configuration comes from the file named by
- * `REQUEUE_CONFIG` and the environment; SIGTERM and SIGINT drain it.
+ * `REQUEUE_CONFIG` and the environment; SIGTERM and SIGINT drain it, and it
+ * exits within `shutdownTimeoutMs` (plus a moment) whatever handlers or Redis do.
  */
 async function main(): Promise<number> {
   const logger = createLogger();
+  let config;
   let service;
   try {
-    service = await startService(await loadServiceConfig(), logger);
+    config = await loadServiceConfig();
+    service = await startService(config, logger);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`requeue: ${err.message}\n`);
@@ -21,9 +24,7 @@ async function main(): Promise<number> {
     }
     throw err;
   }
-  const signal = await waitForSignal();
-  logger.info({ signal }, 'draining');
-  await service.stop();
+  await closeOnSignal({ timeoutMs: config.shutdownTimeoutMs, close: service.stop, logger });
   return 0;
 }
 

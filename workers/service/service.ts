@@ -4,8 +4,8 @@ import { createLogger, maskUrl, type Logger } from '../../src/config/logger.js';
 import { createRedis } from '../../src/redis/connection.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
-import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
-import { loadHandler } from '../../src/cli/commands/worker.js';
+import { createWorker, type Handler, type RequeueWorker } from '../../src/scheduler/worker.js';
+import { loadHandlerModule } from '../../src/util/load-module.js';
 import { createWebhookWorker, enqueueWebhook, webhookJobSchema } from '../webhook/index.js';
 import type { ServiceConfig } from './config.js';
 import { chooseRedis, type RedisChoice } from './embedded-redis.js';
@@ -28,15 +28,28 @@ export async function startService(
   config: ServiceConfig,
   logger: Logger = createLogger(),
 ): Promise<RunningService> {
+  // Handler modules first: one that does not load stops the start before anything is opened.
+  const handled = await Promise.all(
+    config.queues.map(async (q, index) => {
+      const { handler } = await loadHandlerModule<Handler<unknown, unknown>>(
+        q.handler,
+        `config.queues.${index}.handler`,
+      );
+      return { ...q, handler };
+    }),
+  );
   const redisChoice = await chooseRedis(config.redisUrl, config.dataDir, logger);
+  // Ended before stop() has run (a shutdown deadline, a crash), the process must not leave
+  // its embedded redis-server behind: stop() sends it SIGTERM synchronously.
+  const stopEmbeddedRedis = (): void => void redisChoice.server?.stop();
+  if (redisChoice.server) process.once('exit', stopEmbeddedRedis);
   const connection: Redis = createRedis(redisChoice.url);
   const metrics = new RequeueMetrics();
   const queues = new Map<string, RequeueQueue>();
   const workers: RequeueWorker<unknown, unknown>[] = [];
 
-  for (const q of config.queues) {
-    const handler = await loadHandler(q.handler);
-    const worker = createWorker(q.name, handler, {
+  for (const q of handled) {
+    const worker = createWorker(q.name, q.handler, {
       connection,
       concurrency: q.concurrency,
       logger,
@@ -113,6 +126,7 @@ export async function startService(
       await Promise.all([...queues.values()].map((q) => q.close()));
       connection.disconnect();
       await redisChoice.server?.stop();
+      process.off('exit', stopEmbeddedRedis);
       logger.info('requeue service stopped');
     })());
   return { url, redis: redisChoice, workers, stop };

@@ -10,6 +10,7 @@ import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { TypedEmitter } from '../../src/scheduler/events.js';
 import { jobIdForKey } from '../../src/scheduler/job-id.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
+import { sleep, withDeadline } from '../../src/util/lifecycle.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
 import type { StreamConsumerEvents } from './events.js';
 import type { StreamFields, StreamHandler, StreamMessage } from './message.js';
@@ -196,15 +197,8 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
 
   private async shutdown(timeoutMs: number): Promise<void> {
     this.stopping.abort();
-    const loop = this.loopPromise ?? Promise.resolve();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), timeoutMs);
-      timer.unref();
-    });
-    const outcome = await Promise.race([loop.then(() => 'done' as const), deadline]);
-    clearTimeout(timer);
-    if (outcome === 'timeout') {
+    const outcome = await withDeadline(this.loopPromise ?? Promise.resolve(), timeoutMs);
+    if (outcome.kind === 'timeout') {
       this.aborting.abort();
       this.logger.warn(
         { timeoutMs },
@@ -249,7 +243,7 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
           // The stream or group was deleted under us: make them again.
           if (!(await this.createGroup())) return;
         }
-        await this.pause(this.config.errorBackoffMs);
+        await sleep(this.config.errorBackoffMs, this.stopping.signal);
       }
     }
     try {
@@ -275,7 +269,7 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
           return false;
         }
         this.report(err, 'cannot reach Redis to create the consumer group; retrying');
-        await this.pause(this.config.errorBackoffMs);
+        await sleep(this.config.errorBackoffMs, this.stopping.signal);
       }
     }
     return false;
@@ -532,20 +526,6 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
   private stopHeartbeat(): void {
     clearInterval(this.heartbeat);
     this.heartbeat = undefined;
-  }
-
-  private pause(ms: number): Promise<void> {
-    const signal = this.stopping.signal;
-    return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-      signal.addEventListener('abort', done, { once: true });
-    });
   }
 
   private report(err: unknown, message: string): void {

@@ -8,14 +8,14 @@
  *
  * The handler module may also export a zod `schema` for the fields.
  */
-import { resolve } from 'node:path';
-import { waitForSignal } from '../../src/util/signals.js';
-import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { ConfigError, parseConfig } from '../../src/config/env.js';
+import { ConfigError, envSchema, parseConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
 import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
 import { createRedis } from '../../src/redis/connection.js';
+import { loadHandlerModule } from '../../src/util/load-module.js';
+import { closeOnSignal } from '../../src/util/signals.js';
+import { systemClock } from '../../src/util/system.js';
 import { createStreamConsumer } from './consumer.js';
 import type { StreamHandler } from './message.js';
 import { createStreamRetryWorker } from './retry-worker.js';
@@ -23,9 +23,7 @@ import { createStreamRetryWorker } from './retry-worker.js';
 const positiveInt = z.coerce.number().int().positive();
 
 /** The environment this process reads. */
-export const streamEnvSchema = z.object({
-  REDIS_URL: z.url().optional(),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+export const streamEnvSchema = envSchema.extend({
   STREAM: z.string().min(1),
   GROUP: z.string().min(1),
   /** Path of a module whose default export is `async (message) => void`. */
@@ -47,27 +45,6 @@ export const streamEnvSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().nonnegative().default(30_000),
 });
 
-/** What a HANDLER module provides. */
-interface HandlerModule {
-  handler: StreamHandler<unknown>;
-  schema: z.ZodType<unknown> | undefined;
-}
-
-/** Imports the HANDLER module: its default export, and its `schema` export if any. */
-async function loadHandlerModule(path: string): Promise<HandlerModule> {
-  let mod: { default?: unknown; schema?: unknown };
-  try {
-    mod = (await import(pathToFileURL(resolve(path)).href)) as typeof mod;
-  } catch (err) {
-    throw new ConfigError(`env.HANDLER: cannot load ${path} (${(err as Error).message})`);
-  }
-  if (typeof mod.default !== 'function') {
-    throw new ConfigError(`env.HANDLER: ${path} has no default export function`);
-  }
-  const schema = mod.schema instanceof z.ZodType ? mod.schema : undefined;
-  return { handler: mod.default as StreamHandler<unknown>, schema };
-}
-
 function parsePolicy(json: string | undefined) {
   if (json === undefined) return undefined;
   let value: unknown;
@@ -83,9 +60,13 @@ async function main(): Promise<void> {
   const env = parseConfig(streamEnvSchema, process.env, 'env');
   const logger = createLogger({ level: env.LOG_LEVEL, name: 'requeue-stream' });
   const policy = parsePolicy(env.POLICY);
-  const { handler, schema } = await loadHandlerModule(env.HANDLER);
+  const { handler, exports } = await loadHandlerModule<StreamHandler<unknown>>(
+    env.HANDLER,
+    'env.HANDLER',
+  );
+  // The module may also export a zod `schema` for the fields.
+  const schema = exports.schema instanceof z.ZodType ? exports.schema : undefined;
   const redis = createRedis(env.REDIS_URL);
-  const signal = waitForSignal();
 
   const consumer = createStreamConsumer({
     connection: redis,
@@ -125,15 +106,21 @@ async function main(): Promise<void> {
     'stream consumer started',
   );
 
-  const received = await signal;
-  logger.info({ signal: received, shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS }, 'draining');
-  // The consumer first: its hand-offs still reach the retry queue while the worker runs.
-  await consumer.close({ timeoutMs: env.SHUTDOWN_TIMEOUT_MS });
-  await worker.close({ timeoutMs: env.SHUTDOWN_TIMEOUT_MS });
-  await redis.quit();
+  await closeOnSignal({
+    timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    close: async () => {
+      const deadline = systemClock.now() + env.SHUTDOWN_TIMEOUT_MS;
+      // The consumer first: its hand-offs still reach the retry queue while the worker runs,
+      // which then has what is left of the timeout.
+      await consumer.close({ timeoutMs: env.SHUTDOWN_TIMEOUT_MS });
+      await worker.close({ timeoutMs: Math.max(0, deadline - systemClock.now()) });
+      redis.disconnect();
+    },
+    logger,
+    leftBehind:
+      'entries being handled stay pending and active retry jobs are left to stalled recovery',
+  });
   logger.info('stopped');
-  // Connections the handler module opened are not ours to close; they must not hold the process.
-  setTimeout(() => process.exit(), 1000).unref();
 }
 
 main().catch((err: unknown) => {

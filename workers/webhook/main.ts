@@ -10,7 +10,9 @@
  * - `WEBHOOK_ALLOW_HOSTS` — comma-separated hosts, IPs or CIDRs let through.
  * - `WEBHOOK_TIMEOUT_MS` — deadline of one attempt. @defaultValue `15000`
  * - `WEBHOOK_SHUTDOWN_TIMEOUT_MS` — on SIGTERM/SIGINT, how long active
- *   deliveries may finish before they are left to stalled recovery. @defaultValue `30000`
+ *   deliveries may finish before they are left to stalled recovery; the
+ *   process exits by then (plus a moment) whatever they or Redis do. A second
+ *   signal exits at once. @defaultValue `30000`
  * - `LOG_LEVEL` — @defaultValue `info`
  */
 import { z } from 'zod';
@@ -18,7 +20,7 @@ import { ConfigError, envSchema, parseConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
 import { defaultRedisUrl } from '../../src/redis/connection.js';
 import { createWebhookWorker } from './worker.js';
-import { waitForSignal } from '../../src/util/signals.js';
+import { closeOnSignal } from '../../src/util/signals.js';
 
 const flag = z
   .enum(['true', 'false', '1', '0', ''])
@@ -68,16 +70,13 @@ async function main(): Promise<void> {
     'webhook worker started',
   );
 
-  const signal = await waitForSignal();
-  logger.info({ signal, shutdownTimeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS }, 'draining');
   // A second signal while draining means "now": what is active comes back through stalled recovery.
-  const force = (again: NodeJS.Signals): void => {
-    logger.warn({ signal: again }, 'second signal; exiting without waiting');
-    process.exit(130);
-  };
-  process.once('SIGTERM', force);
-  process.once('SIGINT', force);
-  await worker.close({ timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS });
+  await closeOnSignal({
+    timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS,
+    close: () => worker.close({ timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS }),
+    logger,
+    leftBehind: 'active deliveries are left to stalled recovery',
+  });
   logger.info('stopped');
 }
 

@@ -1,13 +1,12 @@
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { createLogger } from '../../config/logger.js';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
 import { parseRetryPolicy } from '../../policy/retry-policy.js';
 import { createWorker, type Handler } from '../../scheduler/worker.js';
-import { waitForSignal } from '../../util/signals.js';
-import { CliUsageError, parseJsonFlag, parseNumberFlag } from '../cli-error.js';
+import { loadHandlerModule } from '../../util/load-module.js';
+import { closeOnSignal } from '../../util/signals.js';
+import { parseJsonFlag, parseNumberFlag } from '../cli-error.js';
 import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
 
 /** `requeue worker <queue> --handler <module> [--concurrency N] [--policy JSON]` */
@@ -28,7 +27,11 @@ export function registerWorker(program: Command): void {
         'circuit breaker shared by the workers, e.g. {"failureRate":0.5,"openMs":3000}',
       )
       .option('--budget <json>', 'retry budget, e.g. {"kind":"token-bucket","capacity":500}')
-      .option('--shutdown-timeout-ms <ms>', 'on SIGTERM, wait this long for active jobs', '30000')
+      .option(
+        '--shutdown-timeout-ms <ms>',
+        'on SIGTERM, wait this long for active jobs, then exit and leave them to stalled recovery',
+        '30000',
+      )
       .option(
         '--lock-duration-ms <ms>',
         'a job whose worker is silent this long is recovered',
@@ -53,7 +56,10 @@ export function registerWorker(program: Command): void {
     const breaker =
       opts.breaker === undefined ? undefined : parseJsonFlag('--breaker', opts.breaker);
     const budget = opts.budget === undefined ? undefined : parseJsonFlag('--budget', opts.budget);
-    const handler = await loadHandler(opts.handler);
+    const { handler } = await loadHandlerModule<Handler<unknown, unknown>>(
+      opts.handler,
+      '--handler',
+    );
     const logger = createLogger();
     const worker = createWorker(queue, handler, {
       connection: redisUrlFrom(opts),
@@ -67,23 +73,11 @@ export function registerWorker(program: Command): void {
     });
     await worker.waitUntilReady();
     logger.info({ queue, concurrency, policy: worker.policy }, 'worker started');
-    await waitForSignal();
-    logger.info({ shutdownTimeoutMs }, 'draining');
-    await worker.close({ timeoutMs: shutdownTimeoutMs });
+    await closeOnSignal({
+      timeoutMs: shutdownTimeoutMs,
+      close: () => worker.close({ timeoutMs: shutdownTimeoutMs }),
+      logger,
+    });
     logger.info('stopped');
   });
-}
-
-/** Imports a handler module and returns its default export. */
-export async function loadHandler(path: string): Promise<Handler<unknown, unknown>> {
-  let mod: { default?: unknown };
-  try {
-    mod = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown };
-  } catch (err) {
-    throw new CliUsageError(`--handler: cannot load ${path} (${(err as Error).message})`);
-  }
-  if (typeof mod.default !== 'function') {
-    throw new CliUsageError(`--handler: ${path} has no default export function`);
-  }
-  return mod.default as Handler<unknown, unknown>;
 }
