@@ -72,7 +72,7 @@ export { BudgetStore } from './redis/budget-store.js';
 // Errors.
 export { PermanentError, isPermanentError } from './errors/permanent-error.js';
 export { RetryableError, isRetryableError } from './errors/retryable-error.js';
-export { ConfigError } from './config/env.js';
+export { ConfigError } from './policy/validate.js';
 
 // Clock, random, logging.
 export { systemClock, systemRandom } from './util/system.js';

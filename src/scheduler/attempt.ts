@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import type { z } from 'zod';
-import { formatZodError } from '../config/env.js';
+import { formatZodError } from '../policy/validate.js';
 import type { Logger } from '../config/logger.js';
 import { deadReasonOf } from '../errors/permanent-error.js';
 import {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { parseConfig } from '../config/env.js';
+import { parseConfig } from '../policy/validate.js';
 import { createLogger, type Logger } from '../config/logger.js';
 import {
   attemptRecordSchema,
@@ -260,6 +260,12 @@ export class DeadLetterQueue {
    * warning with how many and why, and reported to `onTrim`.
    */
   async applyRetention(): Promise<number> {
+    const { byAge, byCount } = await this.trim();
+    return byAge + byCount;
+  }
+
+  /** {@link applyRetention}, saying how many went for their age and how many for the count. */
+  async trim(): Promise<RetentionResult> {
     const total: RetentionResult = { byAge: 0, byCount: 0 };
     const cutoff = this.clock.now() - this.retention.maxAgeMs;
     for (;;) {
@@ -287,7 +293,7 @@ export class DeadLetterQueue {
       );
       this.options.onTrim?.(total);
     }
-    return removed;
+    return total;
   }
 
   async close(): Promise<void> {

@@ -16,6 +16,7 @@ export class RequeueMetrics {
   private readonly transitions: Counter<'queue' | 'transition'>;
   private readonly budgetExhausted: Counter<'queue' | 'action'>;
   private readonly retryDelay: Histogram<'queue'>;
+  private readonly retentionRemoved: Counter<'queue' | 'reason'>;
   private readonly queues = new Set<RequeueQueue>();
 
   constructor(registry: Registry = new Registry()) {
@@ -64,6 +65,12 @@ export class RequeueMetrics {
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 300, 1800],
       registers,
     });
+    this.retentionRemoved = new Counter({
+      name: 'requeue_dlq_retention_removed_total',
+      help: 'Dead jobs removed by the DLQ retention, by why (age, count)',
+      labelNames: ['queue', 'reason'],
+      registers,
+    });
     const queues = this.queues;
     new Gauge({
       name: 'requeue_jobs',
@@ -94,6 +101,10 @@ export class RequeueMetrics {
     worker.on('breaker:half-open', () => this.transitions.inc({ queue, transition: 'half-open' }));
     worker.on('breaker:closed', () => this.transitions.inc({ queue, transition: 'closed' }));
     worker.on('budget:exhausted', (e) => this.budgetExhausted.inc({ queue, action: e.action }));
+    worker.on('dlq:trimmed', (e) => {
+      this.retentionRemoved.inc({ queue, reason: 'age' }, e.byAge);
+      this.retentionRemoved.inc({ queue, reason: 'count' }, e.byCount);
+    });
   }
 
   /** Reports a queue's job counts on each scrape. */

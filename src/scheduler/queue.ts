@@ -1,7 +1,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
-import { ConfigError, formatZodError } from '../config/env.js';
+import { ConfigError, formatZodError } from '../policy/validate.js';
 import {
   parseRetryPolicy,
   type RetryPolicy,

@@ -236,7 +236,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       this.closing.abort(new Error('worker closing'));
       this.logger.warn(
         { timeoutMs },
-        'active jobs did not finish in time; leaving them to stalled recovery',
+        'close did not finish in time (jobs still running, or Redis not answering); ' +
+          'forcing it: running jobs are left to stalled recovery',
       );
       void this.bull.close(true).catch(() => undefined);
       await withDeadline(

@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
+import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { createRedis } from '../../src/redis/connection.js';
 import { startRedisServer } from '../../src/redis/redis-server.js';
@@ -334,6 +335,34 @@ describe('issue 8 regressions', () => {
     expect(trims).toEqual([{ byAge: 0, byCount: 2 }]);
     expect(lines.join('')).toMatch(
       /DLQ retention removed 2 dead job\(s\): 0 older than maxAgeMs, 2 beyond maxCount/,
+    );
+  });
+
+  it('a worker applying DLQ retention reports what it removed in a metric', async () => {
+    const t = setup('retention-metric');
+    // A clock that moves 2 s per reading: every death is a second after the last,
+    // so the worker applies the retention after each one.
+    let now = Date.now();
+    const clock = { now: () => (now += 2_000) };
+    const { worker, events } = t.startWorker(
+      async () => {
+        throw new PermanentError('no');
+      },
+      { retention: { maxCount: 2 }, clock },
+    );
+    const metrics = new RequeueMetrics();
+    metrics.watch(worker);
+    const trimmed: { byAge: number; byCount: number }[] = [];
+    worker.on('dlq:trimmed', (e) => void trimmed.push({ byAge: e.byAge, byCount: e.byCount }));
+    for (let i = 0; i < 3; i += 1) {
+      await t.queue.add('x', { i });
+      await events.waitForCount('job:dead-lettered', i + 1);
+    }
+    await expect.poll(() => trimmed.reduce((n, e) => n + e.byCount, 0)).toBe(1);
+    expect(await t.dlq.count()).toBe(2);
+    const { body } = await metrics.render();
+    expect(body).toContain(
+      `requeue_dlq_retention_removed_total{queue="${t.name}",reason="count"} 1`,
     );
   });
 });

@@ -14,7 +14,7 @@ import { requeueKeys } from '../../src/redis/keys.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { bullKeys, bullmqVersionSupported, JobMoves } from '../../src/scheduler/job-moves.js';
 import { onCleanup } from '../harness/cleanup.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { cleanQueue, connect, uniqueQueueName } from '../harness/redis.js';
 
 const admin = connect();
 afterAll(() => admin.disconnect());

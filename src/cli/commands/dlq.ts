@@ -157,8 +157,10 @@ export function registerDlq(program: Command): void {
         retention: { maxAgeMs: Math.round(days * 86_400_000), maxCount },
       });
       try {
-        const removed = await dead.applyRetention();
-        process.stdout.write(`removed ${removed} dead jobs\n`);
+        const { byAge, byCount } = await dead.trim();
+        process.stdout.write(
+          `removed ${byAge + byCount} dead jobs (${byAge} older than ${days} days, ${byCount} beyond ${maxCount})\n`,
+        );
       } finally {
         await dead.close();
       }
