@@ -466,7 +466,11 @@ describe('the dead-letter queue', () => {
     expect(await t.dlq.get(id)).toMatchObject({ idempotencyKey: key, reason: 'permanent-error' });
 
     healthy = true;
-    expect(await t.dlq.replay({ reason: 'permanent-error' })).toEqual({ done: 1, total: 1, renamed: [] });
+    expect(await t.dlq.replay({ reason: 'permanent-error' })).toEqual({
+      done: 1,
+      total: 1,
+      renamed: [],
+    });
     await events.waitFor('job:completed', (e) => e.jobId === id);
     expect(keys).toEqual([key, key]);
     expect(await t.dlq.count()).toBe(0);
