@@ -14,7 +14,7 @@ import { requeueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { sleep } from '../util/lifecycle.js';
 import { newJobId, systemClock, type Clock } from '../util/system.js';
-import { bullKeys } from './job-moves.js';
+import { replayDeadJobs } from './job-moves.js';
 import { jobIdForKey } from './job-id.js';
 
 /** A dead job as the DLQ keeps it: everything needed to inspect and replay it. */
@@ -141,7 +141,6 @@ export class DeadLetterQueue {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly keys;
-  private readonly bull;
 
   constructor(
     readonly sourceName: string,
@@ -154,7 +153,6 @@ export class DeadLetterQueue {
     this.logger = (options.logger ?? createLogger()).child({ queue: sourceName });
     this.retention = parseConfig(retentionSchema, options.retention ?? {}, 'retention');
     this.keys = requeueKeys(sourceName);
-    this.bull = bullKeys(sourceName);
   }
 
   /** One dead job by its id — or by its idempotency key — or undefined. */
@@ -214,32 +212,17 @@ export class DeadLetterQueue {
   async replay(filter: DeadJobFilter, options: BulkOptions = {}): Promise<ReplayResult> {
     const renamed: ReplayResult['renamed'] = [];
     const progress = await this.bulk(filter, options, async (refs) => {
-      const args: string[] = [
-        this.keys.deadRecordPrefix,
-        this.bull.prefix,
-        String(this.clock.now()),
-      ];
-      for (const ref of refs) args.push(ref.id, ref.gen, newJobId());
-      const reply = await runScript<string[]>(
+      const moved = await replayDeadJobs(
         this.redis,
-        'replayDead',
-        [
-          this.keys.dead,
-          this.bull.wait,
-          this.bull.meta,
-          this.bull.active,
-          this.bull.marker,
-          this.bull.events,
-        ],
-        args,
+        this.sourceName,
+        refs.map((ref) => ({ id: ref.id, gen: ref.gen, freshId: newJobId() })),
+        this.clock.now(),
       );
       let done = 0;
-      for (let i = 0; i < reply.length; i += 2) {
-        const from = reply[i]!;
-        const to = reply[i + 1]!;
-        if (to === '') continue;
+      for (const { id, to } of moved) {
+        if (to === undefined) continue;
         done += 1;
-        if (to !== from) renamed.push({ from, to });
+        if (to !== id) renamed.push({ from: id, to });
       }
       return done;
     });

@@ -149,3 +149,39 @@ export class JobMoves {
     return this.keys.prefix + id;
   }
 }
+
+/** A dead record to bring back: its id, the death generation read, a fresh id in case its own is taken. */
+export interface ReplayRef {
+  id: string;
+  gen: string;
+  freshId: string;
+}
+
+/**
+ * Moves dead records back into queue `queue`'s wait list, each in one step
+ * fenced by its generation (`src/redis/lua/replayDead-6.lua`). Returns, per
+ * record, the id it got in the queue, or `undefined` when it was skipped
+ * (gone, or a newer death).
+ */
+export async function replayDeadJobs(
+  redis: Redis,
+  queue: string,
+  refs: readonly ReplayRef[],
+  now: number,
+): Promise<{ id: string; to: string | undefined }[]> {
+  if (refs.length === 0) return [];
+  const bull = bullKeys(queue);
+  const rq = requeueKeys(queue);
+  const args: (string | number)[] = [rq.deadRecordPrefix, bull.prefix, now];
+  for (const ref of refs) args.push(ref.id, ref.gen, ref.freshId);
+  const reply = await runScript<string[]>(
+    redis,
+    'replayDead',
+    [rq.dead, bull.wait, bull.meta, bull.active, bull.marker, bull.events],
+    args,
+  );
+  const out: { id: string; to: string | undefined }[] = [];
+  for (let i = 0; i < reply.length; i += 2)
+    out.push({ id: reply[i]!, to: reply[i + 1] === '' ? undefined : reply[i + 1] });
+  return out;
+}

@@ -1,29 +1,16 @@
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { z } from 'zod';
 import { createLogger, type Logger } from '../config/logger.js';
-import {
-  parseBreakerOptions,
-  type BreakerOptions,
-  type BreakerOptionsInput,
-} from '../policy/breaker/breaker-options.js';
-import {
-  parseBudgetOptions,
-  type BudgetOptions,
-  type BudgetOptionsInput,
-} from '../policy/budget/budget-options.js';
+import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/breaker-options.js';
+import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { parseClassifyOptions } from '../policy/classify/index.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
 import type { JobMeta } from '../policy/job-state.js';
-import {
-  parseRetryPolicy,
-  type RetryPolicy,
-  type RetryPolicyInput,
-} from '../policy/retry-policy.js';
+import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
 import type { BreakerMessage } from '../redis/breaker-store.js';
-import { resolveRedis, type RedisLike } from '../redis/connection.js';
+import { resolveRedis } from '../redis/connection.js';
 import { withDeadline } from '../util/lifecycle.js';
-import { systemClock, systemRandom, type Clock, type Random } from '../util/system.js';
+import { systemClock, systemRandom, type Clock } from '../util/system.js';
 import {
   runAttempt,
   type Attempt,
@@ -32,61 +19,15 @@ import {
   type RequeueJob,
 } from './attempt.js';
 import { BreakerGate } from './breaker-gate.js';
-import { DeadLetterQueue, type DeadJobRecord, type Retention } from './dead-letter.js';
-import { deadLetter } from './dead-letterer.js';
+import { DeadLetterQueue } from './dead-letter.js';
+import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { FetchPause } from './fetch-pause.js';
 import { JobMoves } from './job-moves.js';
+import type { WorkerOptions } from './worker-options.js';
 
 export type { Handler, RequeueJob } from './attempt.js';
-
-/** Options of {@link createWorker}. */
-export interface WorkerOptions<T = unknown> {
-  /** Redis URL or connection. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
-  connection?: RedisLike;
-  /** Jobs processed at once by this worker. @defaultValue `1` */
-  concurrency?: number;
-  /** The policy for jobs that bring none. @defaultValue full jitter, 1 s base, 30 s cap, 5 attempts */
-  policy?: RetryPolicyInput;
-  /** How errors are classified (retryable statuses, unknown errors, a predicate). */
-  classify?: Partial<ClassifyOptions>;
-  /** Payloads must satisfy this; others are dead-lettered with `invalid-payload`. */
-  schema?: z.ZodType<T>;
-  /** Retention of the DLQ. @defaultValue 180 days, 10,000 jobs */
-  retention?: Partial<Retention>;
-  /**
-   * Called once per death, after the job is stored in the DLQ. Errors it
-   * throws are logged, not raised. If this process dies between the move and
-   * the call, it is not called: dedupe on `record.gen` if you copy records.
-   */
-  onDead?: (record: DeadJobRecord) => void | Promise<void>;
-  /**
-   * An attempt running longer than this fails as a timeout (retryable), and
-   * its `signal` is aborted. @defaultValue none: an attempt may run forever
-   */
-  attemptTimeoutMs?: number;
-  /** How long a job's lock lasts before it is thought stalled. @defaultValue `30_000` */
-  lockDurationMs?: number;
-  /** How often stalled jobs are looked for. @defaultValue `30_000` */
-  stalledIntervalMs?: number;
-  /**
-   * Circuit breaker shared by every worker of the queue through Redis (see
-   * `src/policy/breaker/`). Off unless given.
-   */
-  breaker?: BreakerOptionsInput;
-  /**
-   * A breaker per key (e.g. a webhook endpoint) instead of one for the queue:
-   * an open key holds back only its own jobs. `undefined` skips the breaker.
-   */
-  breakerKey?: (job: RequeueJob<T>) => string | undefined;
-  /** A retry budget shared in Redis (token bucket or ratio). Off unless given. */
-  budget?: BudgetOptionsInput;
-  /** Start processing at once. @defaultValue `true` */
-  autorun?: boolean;
-  logger?: Logger;
-  clock?: Clock;
-  random?: Random;
-}
+export type { WorkerOptions } from './worker-options.js';
 
 /** The breaker key of the queue-wide breaker (when no `breakerKey` is given). */
 export const queueBreakerKey = '__queue__';
@@ -112,6 +53,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private readonly moves: JobMoves;
   private readonly fetch: FetchPause;
   private readonly attemptContext: AttemptContext<T>;
+  private readonly applyContext: ApplyContext;
   private readonly started: Promise<void>;
   private readonly policyCache = new Map<string, RetryPolicy>();
   /** The attempt number each running job is on, for `job:completed`. */
@@ -184,6 +126,19 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       clock: this.clock,
       random,
       logger: this.logger,
+    };
+    this.applyContext = {
+      queue: name,
+      queueBreakerKey,
+      moves: this.moves,
+      dlq: this.dlq,
+      gate: this.gate,
+      fetch: this.fetch,
+      events: this,
+      logger: this.logger,
+      clock: this.clock,
+      onDead: options.onDead,
+      afterDeath: () => this.scheduleRetention(),
     };
     // BullMQ emits `completed` once the job is stored as completed.
     this.bull.on('completed', (job, result) => {
@@ -264,97 +219,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
       throw new DelayedError();
     }
-    return this.apply(job, token, attempt);
-  }
-
-  /** Applies an outcome with one fenced move, then announces it. */
-  private async apply(job: Job, token: string, attempt: Attempt): Promise<unknown> {
-    const jobId = String(job.id);
-    const log = (): Logger => this.logger.child({ jobId, attempt: attempt.attempt });
-    try {
-      switch (attempt.kind) {
-        case 'completed':
-          // A success after a crash keeps the crashed attempts in the history.
-          if (attempt.stateChanged) await this.moves.writeState(job, token, attempt.state);
-          this.attempts.set(job, attempt.attempt);
-          return attempt.result;
-        case 'retry': {
-          const now = this.clock.now();
-          await this.moves.delay(job, token, attempt.state, attempt.delayMs, now, true);
-          const { record } = attempt;
-          log().info(
-            {
-              error: record.error,
-              delayMs: attempt.delayMs,
-              retryAt: new Date(attempt.retryAt).toISOString(),
-              source: record.delaySource,
-            },
-            'retry scheduled',
-          );
-          this.announceBudget(jobId, attempt);
-          this.safeEmit(this.logger, 'retry:scheduled', {
-            queue: this.name,
-            jobId,
-            attempt: attempt.attempt,
-            delayMs: attempt.delayMs,
-            retryAt: attempt.retryAt,
-            record,
-          });
-          break;
-        }
-        case 'deferred': {
-          const now = this.clock.now();
-          if (attempt.key === queueBreakerKey) {
-            // An isolated circuit stays shut until closed by hand: no timer may resume fetching.
-            const isolated = this.gate.stateOf(attempt.key)?.isolated;
-            this.fetch.pause(isolated ? Number.POSITIVE_INFINITY : attempt.retryAt);
-          }
-          await this.moves.delay(job, token, attempt.state, attempt.retryAt - now, now, false);
-          this.safeEmit(this.logger, 'job:deferred', {
-            queue: this.name,
-            jobId,
-            untilMs: attempt.retryAt,
-            key: attempt.key,
-          });
-          break;
-        }
-        case 'dead': {
-          const record = await deadLetter(
-            {
-              queue: this.name,
-              moves: this.moves,
-              dlq: this.dlq,
-              events: this,
-              logger: this.logger,
-              onDead: this.options.onDead,
-            },
-            job,
-            token,
-            attempt,
-          );
-          if (record) {
-            this.announceBudget(jobId, attempt);
-            this.scheduleRetention();
-          }
-          break;
-        }
-      }
-    } catch (err) {
-      // The move was refused (the lock is someone else's) or Redis failed: the
-      // job is where the last successful move left it.
-      log().warn({ err, outcome: attempt.kind }, 'could not move the job; leaving it');
-    }
-    throw new DelayedError();
-  }
-
-  private announceBudget(jobId: string, attempt: Attempt): void {
-    if (!attempt.budgetExhausted) return;
-    this.logger.warn({ jobId, onEmpty: attempt.budgetExhausted }, 'retry budget empty');
-    this.safeEmit(this.logger, 'budget:exhausted', {
-      queue: this.name,
-      jobId,
-      action: attempt.budgetExhausted,
-    });
+    if (attempt.kind === 'completed') this.attempts.set(job, attempt.attempt);
+    return applyOutcome(this.applyContext, job, token, attempt);
   }
 
   /** DLQ retention, at most once a second as jobs die, off the job's path. */

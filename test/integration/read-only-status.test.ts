@@ -6,6 +6,8 @@ import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
 import { BreakerStore, type BreakerStatus } from '../../src/redis/breaker-store.js';
 import { BudgetStore } from '../../src/redis/budget-store.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
+import { seedDead } from '../harness/dlq.js';
+import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { runTs, type CommandResult } from '../harness/child.js';
@@ -240,6 +242,48 @@ describe('looking never writes', () => {
       const stats = await requeue('stats', unused, '--json');
       expect(stats.code).toBe(0);
       expect(await redis.keys(`*${unused}*`)).toEqual([]);
+    },
+  );
+});
+
+describe('looking at the DLQ never writes', () => {
+  it(
+    'dlq list, count and show (CLI and library) send no write command',
+    { timeout: CLI_TIMEOUT_MS * 4 },
+    async () => {
+      const name = queueName('ro-dlq');
+      const now = Date.now();
+      for (const id of ['d1', 'd2'])
+        await seedDead(redis, {
+          source: name,
+          id,
+          name: 'job',
+          data: { id },
+          opts: {},
+          reason: 'permanent-error',
+          message: 'x',
+          attempts: 1,
+          history: [],
+          deadAt: now,
+          replays: 0,
+        });
+      const dlq = new DeadLetterQueue(name, { connection: redis });
+      onCleanup(() => dlq.close());
+      const writes = await writesDuring(name, async () => {
+        for (const args of [
+          ['dlq', 'list', name, '--json'],
+          ['dlq', 'count', name, '--reason', 'permanent-error'],
+          ['dlq', 'show', name, 'd1', '--json'],
+        ]) {
+          const run = await requeue(...args);
+          expect(run.stderr, args.join(' ')).toBe('');
+          expect(run.code, args.join(' ')).toBe(0);
+        }
+        expect(await dlq.list({ reason: 'permanent-error' })).toHaveLength(2);
+        expect(await dlq.count({ name: 'job' })).toBe(2);
+        expect((await dlq.get('d2'))?.data).toEqual({ id: 'd2' });
+      });
+      expect(writes).toEqual([]);
     },
   );
 });

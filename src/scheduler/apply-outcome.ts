@@ -1,0 +1,113 @@
+import { DelayedError, type Job } from 'bullmq';
+import type { Logger } from '../config/logger.js';
+import type { Clock } from '../util/system.js';
+import type { Attempt } from './attempt.js';
+import type { BreakerGate } from './breaker-gate.js';
+import type { DeadJobRecord, DeadLetterQueue } from './dead-letter.js';
+import { deadLetter } from './dead-letterer.js';
+import type { TypedEmitter, WorkerEvents } from './events.js';
+import type { FetchPause } from './fetch-pause.js';
+import type { JobMoves } from './job-moves.js';
+
+/** What {@link applyOutcome} needs from its worker. */
+export interface ApplyContext {
+  readonly queue: string;
+  /** The breaker key whose opening pauses fetching (the queue-wide one). */
+  readonly queueBreakerKey: string;
+  readonly moves: JobMoves;
+  readonly dlq: DeadLetterQueue;
+  readonly gate: BreakerGate;
+  readonly fetch: FetchPause;
+  readonly events: TypedEmitter<WorkerEvents>;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly onDead: ((record: DeadJobRecord) => void | Promise<void>) | undefined;
+  /** Called after each death (the worker applies the DLQ retention now and then). */
+  readonly afterDeath: () => void;
+}
+
+/**
+ * Applies an attempt's outcome with one fenced move, then announces it.
+ * Returns the result for BullMQ to complete the job with (its own fenced
+ * move), or throws BullMQ's `DelayedError`: requeue has moved the job itself,
+ * or left it where the last move put it (a refused move: the lock is someone
+ * else's; a failed one: stalled recovery brings the job back).
+ */
+export async function applyOutcome(
+  ctx: ApplyContext,
+  job: Job,
+  token: string,
+  attempt: Attempt,
+): Promise<unknown> {
+  const jobId = String(job.id);
+  const log = (): Logger => ctx.logger.child({ jobId, attempt: attempt.attempt });
+  try {
+    switch (attempt.kind) {
+      case 'completed':
+        // A success after a crash keeps the crashed attempts in the history.
+        if (attempt.stateChanged) await ctx.moves.writeState(job, token, attempt.state);
+        return attempt.result;
+      case 'retry': {
+        const now = ctx.clock.now();
+        await ctx.moves.delay(job, token, attempt.state, attempt.delayMs, now, true);
+        const { record } = attempt;
+        log().info(
+          {
+            error: record.error,
+            delayMs: attempt.delayMs,
+            retryAt: new Date(attempt.retryAt).toISOString(),
+            source: record.delaySource,
+          },
+          'retry scheduled',
+        );
+        announceBudget(ctx, jobId, attempt);
+        ctx.events.safeEmit(ctx.logger, 'retry:scheduled', {
+          queue: ctx.queue,
+          jobId,
+          attempt: attempt.attempt,
+          delayMs: attempt.delayMs,
+          retryAt: attempt.retryAt,
+          record,
+        });
+        break;
+      }
+      case 'deferred': {
+        const now = ctx.clock.now();
+        if (attempt.key === ctx.queueBreakerKey) {
+          // An isolated circuit stays shut until closed by hand: no timer may resume fetching.
+          const isolated = ctx.gate.stateOf(attempt.key)?.isolated;
+          ctx.fetch.pause(isolated ? Number.POSITIVE_INFINITY : attempt.retryAt);
+        }
+        await ctx.moves.delay(job, token, attempt.state, attempt.retryAt - now, now, false);
+        ctx.events.safeEmit(ctx.logger, 'job:deferred', {
+          queue: ctx.queue,
+          jobId,
+          untilMs: attempt.retryAt,
+          key: attempt.key,
+        });
+        break;
+      }
+      case 'dead': {
+        const record = await deadLetter(ctx, job, token, attempt);
+        if (record) {
+          announceBudget(ctx, jobId, attempt);
+          ctx.afterDeath();
+        }
+        break;
+      }
+    }
+  } catch (err) {
+    log().warn({ err, outcome: attempt.kind }, 'could not move the job; leaving it');
+  }
+  throw new DelayedError();
+}
+
+function announceBudget(ctx: ApplyContext, jobId: string, attempt: Attempt): void {
+  if (!attempt.budgetExhausted) return;
+  ctx.logger.warn({ jobId, onEmpty: attempt.budgetExhausted }, 'retry budget empty');
+  ctx.events.safeEmit(ctx.logger, 'budget:exhausted', {
+    queue: ctx.queue,
+    jobId,
+    action: attempt.budgetExhausted,
+  });
+}

@@ -1,0 +1,58 @@
+import type { z } from 'zod';
+import type { Logger } from '../config/logger.js';
+import type { BreakerOptionsInput } from '../policy/breaker/breaker-options.js';
+import type { BudgetOptionsInput } from '../policy/budget/budget-options.js';
+import type { ClassifyOptions } from '../policy/classify/classify.js';
+import type { RetryPolicyInput } from '../policy/retry-policy.js';
+import type { RedisLike } from '../redis/connection.js';
+import type { Clock, Random } from '../util/system.js';
+import type { RequeueJob } from './attempt.js';
+import type { DeadJobRecord, Retention } from './dead-letter.js';
+
+/** Options of {@link createWorker}. */
+export interface WorkerOptions<T = unknown> {
+  /** Redis URL or connection. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
+  connection?: RedisLike;
+  /** Jobs processed at once by this worker. @defaultValue `1` */
+  concurrency?: number;
+  /** The policy for jobs that bring none. @defaultValue full jitter, 1 s base, 30 s cap, 5 attempts */
+  policy?: RetryPolicyInput;
+  /** How errors are classified (retryable statuses, unknown errors, a predicate). */
+  classify?: Partial<ClassifyOptions>;
+  /** Payloads must satisfy this; others are dead-lettered with `invalid-payload`. */
+  schema?: z.ZodType<T>;
+  /** Retention of the DLQ. @defaultValue 180 days, 10,000 jobs */
+  retention?: Partial<Retention>;
+  /**
+   * Called once per death, after the job is stored in the DLQ. Errors it
+   * throws are logged, not raised. If this process dies between the move and
+   * the call, it is not called: dedupe on `record.gen` if you copy records.
+   */
+  onDead?: (record: DeadJobRecord) => void | Promise<void>;
+  /**
+   * An attempt running longer than this fails as a timeout (retryable), and
+   * its `signal` is aborted. @defaultValue none: an attempt may run forever
+   */
+  attemptTimeoutMs?: number;
+  /** How long a job's lock lasts before it is thought stalled. @defaultValue `30_000` */
+  lockDurationMs?: number;
+  /** How often stalled jobs are looked for. @defaultValue `30_000` */
+  stalledIntervalMs?: number;
+  /**
+   * Circuit breaker shared by every worker of the queue through Redis (see
+   * `src/policy/breaker/`). Off unless given.
+   */
+  breaker?: BreakerOptionsInput;
+  /**
+   * A breaker per key (e.g. a webhook endpoint) instead of one for the queue:
+   * an open key holds back only its own jobs. `undefined` skips the breaker.
+   */
+  breakerKey?: (job: RequeueJob<T>) => string | undefined;
+  /** A retry budget shared in Redis (token bucket or ratio). Off unless given. */
+  budget?: BudgetOptionsInput;
+  /** Start processing at once. @defaultValue `true` */
+  autorun?: boolean;
+  logger?: Logger;
+  clock?: Clock;
+  random?: Random;
+}
