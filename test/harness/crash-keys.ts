@@ -24,5 +24,5 @@ export type CrashMode =
   /** SIGKILL the process inside the handler. */
   | 'crash'
   /** Fail permanently, then SIGKILL the process in `onDead` (after the DLQ put, before the removal). */
-  | 'die-on-dead'
-  /** Fail permanently, then SIGKILL the process when the DLQ put starts (after the dead mark). */;
+  | 'die-on-dead';
+/** Fail permanently, then SIGKILL the process when the DLQ put starts (after the dead mark). */
