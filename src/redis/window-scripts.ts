@@ -18,9 +18,13 @@ export interface WindowRead {
   nowMs: number;
 }
 
-/** Reads a window and Redis's clock atomically. No write, no script. */
+/**
+ * Reads a window and Redis's clock in one round trip. No write, no script
+ * and no MULTI, so a user whose Redis ACL allows only reads can run every
+ * status command; the two replies are microseconds apart, well inside a bucket.
+ */
 export async function readWindow(redis: Redis, key: string): Promise<WindowRead> {
-  const results = await redis.multi().hgetall(key).time().exec();
+  const results = await redis.pipeline().hgetall(key).time().exec();
   const [hash, time] = results ?? [];
   if (!hash || !time || hash[0] || time[0])
     throw hash?.[0] ?? time?.[0] ?? new Error(`requeue: reading ${key} was aborted`);
