@@ -1,14 +1,14 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/env.js';
 import { CliUsageError } from './cli-error.js';
-import { describeConnectionFailure } from './connection-flag.js';
 import { registerCommands } from './commands/index.js';
 
 /**
  * Builds the `requeue` program. Each command lives in `commands/` and
- * registers itself; usage errors exit with code 2 and one line.
+ * registers itself; usage errors exit with code 2 and one line. Given the
+ * command line, only the command it names is loaded.
  */
-export function buildProgram(): Command {
+export async function buildProgram(argv: readonly string[] = []): Promise<Command> {
   const program = new Command('requeue')
     .description('A durable job-queue retry scheduler on BullMQ and Redis')
     .version('0.1.0')
@@ -18,13 +18,13 @@ export function buildProgram(): Command {
       // One line, even when commander adds a suggestion on a line of its own.
       outputError: (str, write) => write(str.trim().replace(/\s*\n\s*/g, ' ') + '\n'),
     });
-  registerCommands(program);
+  await registerCommands(program, argv);
   return program;
 }
 
 /** Runs the CLI; returns the process exit code. */
 export async function runCli(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
@@ -38,6 +38,8 @@ export async function runCli(argv: string[]): Promise<number> {
       process.stderr.write(`requeue: ${err.message}\n`);
       return 2;
     }
+    // Loaded here, not up front: it brings ioredis, which most commands never need.
+    const { describeConnectionFailure } = await import('./connection-flag.js');
     process.stderr.write(
       `requeue: ${err instanceof Error ? describeConnectionFailure(err) : String(err)}\n`,
     );

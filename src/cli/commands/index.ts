@@ -1,19 +1,32 @@
 import type { Command } from 'commander';
-import { registerBreaker } from './breaker.js';
-import { registerDlq } from './dlq.js';
-import { registerEndpoint } from './endpoint.js';
-import { registerEnqueue } from './enqueue.js';
-import { registerPlan } from './plan.js';
-import { registerStats } from './stats.js';
-import { registerWorker } from './worker.js';
 
-/** Adds every command to the program. One line per command file. */
-export function registerCommands(program: Command): void {
-  registerPlan(program);
-  registerWorker(program);
-  registerEnqueue(program);
-  registerStats(program);
-  registerDlq(program);
-  registerEndpoint(program);
-  registerBreaker(program);
+type Register = (program: Command) => void;
+
+/**
+ * Every command, by name, in the order help lists them. A command's module is
+ * loaded only when it is needed, so `requeue plan` or `requeue simulate`
+ * starts without loading BullMQ, ioredis or pino.
+ */
+const commands: Record<string, () => Promise<Register>> = {
+  plan: async () => (await import('./plan.js')).registerPlan,
+  simulate: async () => (await import('./simulate.js')).registerSimulate,
+  worker: async () => (await import('./worker.js')).registerWorker,
+  enqueue: async () => (await import('./enqueue.js')).registerEnqueue,
+  stats: async () => (await import('./stats.js')).registerStats,
+  dlq: async () => (await import('./dlq.js')).registerDlq,
+  endpoint: async () => (await import('./endpoint.js')).registerEndpoint,
+  breaker: async () => (await import('./breaker.js')).registerBreaker,
+};
+
+/**
+ * Adds commands to the program: only the one `argv` names, or every one
+ * (for help, or a name to suggest a correction for).
+ */
+export async function registerCommands(
+  program: Command,
+  argv: readonly string[] = [],
+): Promise<void> {
+  const named = argv.slice(2).find((arg) => !arg.startsWith('-'));
+  const names = named !== undefined && named in commands ? [named] : Object.keys(commands);
+  for (const name of names) (await commands[name]!())(program);
 }

@@ -90,7 +90,7 @@ export function registerPlan(program: Command): void {
 }
 
 /** Flag name of a policy field: `capMs` → `--cap-ms`. */
-function flagOf(field: string): string {
+export function flagOf(field: string): string {
   return `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
@@ -111,7 +111,7 @@ function policyFromFlags(flags: PlanFlags): RetryPolicy {
 }
 
 /** One clause per zod issue, naming the flag and the policy field. */
-function describeIssues(error: z.ZodError): string {
+export function describeIssues(error: z.ZodError): string {
   return error.issues
     .map((issue) => {
       const field = String(issue.path[0] ?? 'policy');

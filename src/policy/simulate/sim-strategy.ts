@@ -1,0 +1,69 @@
+import type { Random } from '../../util/system.js';
+import { seededRandom } from '../../util/random.js';
+import { computeDelay, strategyNames, type StrategyName } from '../backoff/index.js';
+import type { RetryPolicy } from '../retry-policy.js';
+
+/**
+ * What a simulated client does after a failure: one of the workers'
+ * strategies, or `none` (retry at once), the baseline every study starts from.
+ */
+export type SimStrategy = StrategyName | 'none';
+
+/** Every strategy a simulation can run, in the order `requeue plan` lists them, then `none`. */
+export const simStrategies: readonly SimStrategy[] = [...strategyNames, 'none'];
+
+/** Whether `name` is a strategy a simulation can run. */
+export function isSimStrategy(name: string): name is SimStrategy {
+  return (simStrategies as readonly string[]).includes(name);
+}
+
+/**
+ * The delay before retry `retry` (0 for a client's first retry), by the very
+ * function the workers call ({@link computeDelay}); `none` waits nothing.
+ * `policy` is {@link policyFor}'s for this strategy; `previousDelayMs` is NaN
+ * when the client has not waited yet.
+ */
+export function retryDelay(
+  strategy: SimStrategy,
+  policy: RetryPolicy,
+  retry: number,
+  previousDelayMs: number,
+  random: Random,
+): number {
+  if (strategy === 'none') return 0;
+  return computeDelay(policy, {
+    retry,
+    previousDelayMs: Number.isNaN(previousDelayMs) ? undefined : previousDelayMs,
+    random,
+  });
+}
+
+/** The policy with `strategy` as its strategy (`none` keeps the policy's own). */
+export function policyFor(policy: RetryPolicy, strategy: SimStrategy): RetryPolicy {
+  return strategy === 'none' ? policy : { ...policy, strategy };
+}
+
+/**
+ * A random stream for one strategy's trial, seeded from the run's seed, the
+ * strategy's name and the trial: a strategy's figures do not depend on which
+ * other strategies run beside it.
+ */
+export function streamRandom(
+  seed: number,
+  strategy: string,
+  trial: number,
+  stream: number,
+): Random {
+  // FNV-1a over the name, then mixed with the seed, trial and stream.
+  let h = 0x811c9dc5;
+  for (let i = 0; i < strategy.length; i++) {
+    h ^= strategy.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= Math.imul(seed >>> 0, 0x9e3779b1);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h ^= Math.imul(trial + 1, 0xc2b2ae35);
+  h = Math.imul(h ^ (h >>> 13), 0x27d4eb2f);
+  h ^= Math.imul(stream + 1, 0x165667b1);
+  return seededRandom((h ^ (h >>> 16)) >>> 0);
+}

@@ -1,0 +1,233 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { runCli } from '../../src/cli/program.js';
+
+interface Captured {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let stdout = '';
+let stderr = '';
+
+beforeEach(() => {
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    stdout += String(chunk);
+    return true;
+  });
+  vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+    stderr += String(chunk);
+    return true;
+  });
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** Runs `requeue simulate …` in this process, capturing its output. */
+async function simulate(...args: string[]): Promise<Captured> {
+  stdout = '';
+  stderr = '';
+  const code = await runCli(['node', 'requeue', 'simulate', ...args]);
+  return { code, stdout, stderr };
+}
+
+const quickOutage = ['--scenario', 'outage', '--clients', '200', '--duration-ms', '50000'];
+
+describe('requeue simulate --json', () => {
+  it('contention: the scenario, its parameters and calls and time per strategy', async () => {
+    const args = ['--scenario', 'contention', '--clients', '20', '--trials', '5', '--json'];
+    const { code, stdout: out } = await simulate(
+      ...args,
+      '--strategies',
+      'exponential,full-jitter',
+    );
+    expect(code).toBe(0);
+    const result = JSON.parse(out) as Record<string, unknown>;
+    expect(Object.keys(result)).toEqual(['scenario', 'params', 'strategies']);
+    expect(result.scenario).toBe('contention');
+    expect(result.params).toEqual({
+      clients: 20,
+      trials: 5,
+      seed: 7,
+      netMeanMs: 10,
+      netSdMs: 2,
+      baseMs: 5,
+      capMs: 2000,
+      factor: 2,
+      jitter: 0.1,
+      randomMs: 1000,
+    });
+    const strategies = result.strategies as { strategy: string; calls: number; timeMs: number }[];
+    expect(strategies.map((s) => s.strategy)).toEqual(['exponential', 'full-jitter']);
+    for (const s of strategies) {
+      expect(Object.keys(s)).toEqual(['strategy', 'calls', 'timeMs']);
+      expect(s.calls).toBeGreaterThanOrEqual(20);
+      expect(s.timeMs).toBeGreaterThan(0);
+    }
+    // Same seed, same output.
+    expect((await simulate(...args, '--strategies', 'exponential,full-jitter')).stdout).toBe(out);
+  });
+
+  it('outage: recovered, recoveryMs, peak concurrency and every second, all strategies by default', async () => {
+    const { code, stdout: out } = await simulate(...quickOutage, '--json');
+    expect(code).toBe(0);
+    const result = JSON.parse(out) as {
+      scenario: string;
+      params: Record<string, unknown>;
+      strategies: Record<string, unknown>[];
+    };
+    expect(result.scenario).toBe('outage');
+    expect(result.params).toMatchObject({
+      clients: 200,
+      meanGapMs: 10_000,
+      timeoutMs: 2000,
+      backlog: 1024,
+      stopAtMs: 15_000,
+      stopForMs: 20_000,
+      durationMs: 50_000,
+      baseMs: 100,
+      factor: 2.718,
+      jitter: 0.1,
+      capMs: 300_000,
+      breaker: null,
+      budget: null,
+    });
+    expect(result.strategies.map((s) => s.strategy)).toEqual([
+      'fixed',
+      'linear',
+      'exponential',
+      'full-jitter',
+      'equal-jitter',
+      'decorrelated-jitter',
+      'google',
+      'normal-jitter',
+      'none',
+    ]);
+    for (const s of result.strategies) {
+      expect(Object.keys(s)).toEqual([
+        'strategy',
+        'recovered',
+        'recoveryMs',
+        'peakConcurrency',
+        'perSecond',
+      ]);
+      expect(typeof s.recovered).toBe('boolean');
+      expect(s.recovered ? typeof s.recoveryMs : s.recoveryMs).toBe(s.recovered ? 'number' : null);
+      const seconds = s.perSecond as Record<string, number>[];
+      expect(seconds).toHaveLength(50);
+      expect(Object.keys(seconds[0]!)).toEqual(['t', 'ok', 'errors', 'timeouts', 'concurrency']);
+    }
+  });
+
+  it('outage with the workers’ breaker and budget options, filled in by their own parsers', async () => {
+    const { code, stdout: out } = await simulate(
+      ...quickOutage,
+      '--strategies',
+      'fixed',
+      '--breaker',
+      '{"openMs":5000}',
+      '--budget',
+      '{"capacity":100}',
+      '--json',
+    );
+    expect(code).toBe(0);
+    const { params } = JSON.parse(out) as { params: Record<string, Record<string, unknown>> };
+    expect(params.breaker).toMatchObject({ openMs: 5000, failureRate: 0.5, minimumRequests: 10 });
+    expect(params.budget).toMatchObject({ kind: 'token-bucket', capacity: 100, timeoutCost: 10 });
+  });
+});
+
+describe('requeue simulate (tables)', () => {
+  it('contention: one row per strategy and which did least work and finished first', async () => {
+    const { code, stdout: out } = await simulate(
+      '--scenario',
+      'contention',
+      '--clients',
+      '20',
+      '--trials',
+      '5',
+      '--strategies',
+      'none,full-jitter',
+    );
+    expect(code).toBe(0);
+    const lines = out.trimEnd().split('\n');
+    expect(lines[1]).toMatch(/^strategy\s+calls\s+per client\s+time$/);
+    expect(lines[2]).toMatch(/^none\s/);
+    expect(lines[3]).toMatch(/^full-jitter\s/);
+    expect(lines[4]).toMatch(/^least work: full-jitter .*; first done: /);
+  });
+
+  it('outage: the verdicts and a timeline', async () => {
+    const { code, stdout: out } = await simulate(
+      ...quickOutage,
+      '--strategies',
+      'fixed,exponential',
+    );
+    expect(code).toBe(0);
+    expect(out).toMatch(/^strategy\s+recovered\s+after\s+peak conc/m);
+    expect(out).toMatch(/^fixed\s+(yes|no)\s/m);
+    expect(out).toMatch(/^t \(s\)\s+fixed\s+exponential$/m);
+  });
+});
+
+describe('requeue simulate --svg', () => {
+  let dir: string | undefined;
+  afterEach(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('writes an SVG plot', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'requeue-simulate-'));
+    const file = join(dir, 'contention.svg');
+    const args = ['--scenario', 'contention', '--clients', '10', '--trials', '2', '--svg', file];
+    const { code } = await simulate(...args);
+    expect(code).toBe(0);
+    const svg = await readFile(file, 'utf8');
+    expect(svg).toMatch(/^<svg/);
+    expect(svg).toContain('full-jitter');
+  });
+});
+
+describe('requeue simulate: bad flags', () => {
+  it.each([
+    [[], /^requeue: --scenario: required/],
+    [['--scenario', 'storm'], /^requeue: --scenario: expected contention or outage, got "storm"/],
+    [
+      ['--scenario', 'contention', '--strategies', 'fixed,bogus'],
+      /^requeue: --strategies: unknown strategy "bogus"/,
+    ],
+    [['--scenario', 'contention', '--clients', '0'], /^requeue: --clients: must be ≥ 1/],
+    [['--scenario', 'contention', '--trials', '1.5'], /^requeue: --trials: expected an integer/],
+    [['--scenario', 'contention', '--seed', 'x'], /^requeue: --seed: expected a number/],
+    [
+      ['--scenario', 'contention', '--timeout-ms', '100'],
+      /^requeue: --timeout-ms: only for --scenario outage/,
+    ],
+    [
+      ['--scenario', 'outage', '--trials', '3'],
+      /^requeue: --trials: only for --scenario contention/,
+    ],
+    [['--scenario', 'outage', '--breaker', '{oops'], /^requeue: --breaker: not valid JSON/],
+    [
+      ['--scenario', 'outage', '--budget', '{"capacity":-1}'],
+      /^requeue: --budget: budget\.capacity: /,
+    ],
+    [
+      ['--scenario', 'outage', '--base-ms', '500', '--cap-ms', '100'],
+      /^requeue: --cap-ms \(capMs\): /,
+    ],
+    [['--scenario', 'outage', '--duration-ms', '30000'], /^requeue: --duration-ms: must be longer/],
+    [['--scenario', 'outage', '--mean-gap-ms', '0'], /^requeue: --mean-gap-ms: must be > 0/],
+  ])('%j → exit 2, one line naming the flag', async (args, message) => {
+    const { code, stdout: out, stderr: err } = await simulate(...(args as string[]));
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err).toMatch(message);
+    expect(err.trimEnd().split('\n')).toHaveLength(1);
+  });
+});

@@ -1,0 +1,174 @@
+import { describe, expect, it } from 'vitest';
+import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
+import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
+import { retryPolicySchema } from '../../src/policy/retry-policy.js';
+import { simulateContention, type ContentionParams } from '../../src/policy/simulate/contention.js';
+import { EventQueue } from '../../src/policy/simulate/event-queue.js';
+import {
+  recoverySecond,
+  serverLatencyMs,
+  simulateOutage,
+  type OutageParams,
+  type SecondStats,
+} from '../../src/policy/simulate/outage.js';
+import { seededRandom } from '../../src/util/random.js';
+
+const contention: ContentionParams = {
+  clients: 100,
+  trials: 20,
+  seed: 7,
+  netMeanMs: 10,
+  netSdMs: 2,
+  policy: retryPolicySchema.parse({ baseMs: 5, capMs: 2000 }),
+};
+
+/** Seed 004's outage, shortened to 90 s, with a backlog of 512 (see the README for 1024). */
+const outage: OutageParams = {
+  clients: 1000,
+  seed: 7,
+  meanGapMs: 10_000,
+  timeoutMs: 2000,
+  stopAtMs: 15_000,
+  stopForMs: 20_000,
+  durationMs: 90_000,
+  server: {
+    minDelayMs: 100,
+    concurrencyLimit: 30,
+    latencyFactor: 1.05,
+    latencyK: 15,
+    backlog: 512,
+  },
+  policy: retryPolicySchema.parse({ baseMs: 100, capMs: 300_000, factor: 2.718, jitter: 0.1 }),
+};
+
+describe('EventQueue', () => {
+  it('gives events back in time order, ties in the order they were scheduled, growing as needed', () => {
+    const queue = new EventQueue(2);
+    const random = seededRandom(3);
+    const times: number[] = [];
+    for (let i = 0; i < 500; i++) {
+      const time = Math.floor(random() * 50);
+      times.push(time);
+      queue.push(time, i % 7, i, -i);
+    }
+    const seen: [number, number][] = [];
+    while (queue.pop()) {
+      expect(queue.b + queue.a).toBe(0);
+      expect(queue.kind).toBe(queue.a % 7);
+      seen.push([queue.time, queue.a]);
+    }
+    const expected = times.map((t, i) => [t, i] as [number, number]);
+    expected.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    expect(seen).toEqual(expected);
+    expect(queue.total).toBe(500);
+  });
+});
+
+describe('simulateContention', () => {
+  it('is exactly repeatable: the same seed gives the same figures, whatever runs beside', () => {
+    const alone = simulateContention(['full-jitter'], contention);
+    const together = simulateContention(['exponential', 'full-jitter'], contention);
+    expect(together[1]).toEqual(alone[0]);
+    expect(simulateContention(['full-jitter'], { ...contention, seed: 8 })[0]).not.toEqual(
+      alone[0],
+    );
+  });
+
+  it('jitter does less than half the work of plain exponential backoff (the AWS study)', () => {
+    const [exponential, full, equal, decorrelated] = simulateContention(
+      ['exponential', 'full-jitter', 'equal-jitter', 'decorrelated-jitter'],
+      contention,
+    );
+    expect(full!.calls).toBeLessThan(exponential!.calls / 2);
+    expect(equal!.calls).toBeLessThan(exponential!.calls / 2);
+    expect(decorrelated!.calls).toBeLessThan(exponential!.calls * 0.6);
+    // …and finishes long before it: plain exponential clients stay in step.
+    expect(full!.timeMs).toBeLessThan(exponential!.timeMs / 5);
+  });
+
+  it('counts every write: at least one per client, and immediate retries write the most', () => {
+    const [none, full] = simulateContention(['none', 'full-jitter'], contention);
+    expect(full!.calls).toBeGreaterThanOrEqual(contention.clients);
+    expect(none!.calls).toBeGreaterThan(2 * full!.calls);
+    // One client has nothing to contend with: one read, one write, four messages.
+    const [solo] = simulateContention(['exponential'], { ...contention, clients: 1, netSdMs: 0 });
+    expect(solo).toMatchObject({ calls: 1, timeMs: 40 });
+  });
+});
+
+describe('serverLatencyMs', () => {
+  it('is minDelay up to the limit, then grows by the factor every K more', () => {
+    expect(serverLatencyMs(30, outage.server)).toBe(100);
+    expect(serverLatencyMs(45, outage.server)).toBeCloseTo(105, 9);
+    expect(serverLatencyMs(60, outage.server)).toBeCloseTo(110.25, 9);
+  });
+});
+
+describe('recoverySecond', () => {
+  const second = (t: number, ok: number, concurrency: number): SecondStats => ({
+    t,
+    ok,
+    errors: 0,
+    timeouts: 0,
+    concurrency,
+  });
+  it('finds the first of 10 healthy seconds in a row after the resume, or nothing', () => {
+    const params = { ...outage, stopAtMs: 5000, stopForMs: 5000, durationMs: 40_000 };
+    const seconds = Array.from({ length: 40 }, (_, t) => second(t, 100, 10));
+    for (let t = 5; t < 14; t++) seconds[t] = second(t, 0, 500);
+    seconds[20] = second(20, 89, 10); // 89 < 90 % of 100: the streak starts again
+    expect(recoverySecond(seconds, params, 100)).toBe(21);
+    seconds[25] = second(25, 100, 31); // over the limit: the streak starts again
+    expect(recoverySecond(seconds, params, 100)).toBe(26);
+    seconds[31] = second(31, 100, 31); // …and again, with fewer than 10 s left
+    expect(recoverySecond(seconds, params, 100)).toBeUndefined();
+  });
+});
+
+describe('simulateOutage (seed 004)', () => {
+  it('fixed-interval retries keep the stopped server down; exponential backoff lets it recover', () => {
+    const [fixed, exponential] = simulateOutage(['fixed', 'exponential'], outage);
+    expect(fixed!.recovered).toBe(false);
+    expect(fixed!.recoveryMs).toBeNull();
+    expect(fixed!.peakConcurrency).toBeGreaterThan(10_000);
+    expect(fixed!.perSecond.at(-1)!.ok).toBe(0);
+    expect(exponential!.recovered).toBe(true);
+    expect(exponential!.recoveryMs).toBeGreaterThan(0);
+    expect(exponential!.recoveryMs).toBeLessThan(30_000);
+    expect(exponential!.peakConcurrency).toBeLessThan(1000);
+  });
+
+  it('reports every second, with the load of about 100 req/s before the outage and nothing answered during it', () => {
+    const [run] = simulateOutage(['exponential'], outage);
+    expect(run!.perSecond).toHaveLength(90);
+    expect(run!.perSecond.map((s) => s.t)).toEqual([...Array(90).keys()]);
+    expect(run!.baselineOkPerSecond).toBeGreaterThan(85);
+    expect(run!.baselineOkPerSecond).toBeLessThan(115);
+    for (const s of run!.perSecond.slice(16, 35)) expect(s.ok).toBe(0);
+  });
+
+  it('is exactly repeatable', () => {
+    const first = simulateOutage(['normal-jitter'], outage);
+    expect(simulateOutage(['normal-jitter'], outage)).toEqual(first);
+  });
+
+  it('a token-bucket budget rescues even fixed-interval retries (with a cap short enough to come back)', () => {
+    const params = {
+      ...outage,
+      server: { ...outage.server, backlog: 1024 },
+      policy: { ...outage.policy, capMs: 30_000 },
+    };
+    const [without] = simulateOutage(['fixed'], params);
+    const [withBudget] = simulateOutage(['fixed'], { ...params, budget: parseBudgetOptions({}) });
+    expect(without!.recovered).toBe(false);
+    expect(withBudget!.recovered).toBe(true);
+    expect(withBudget!.peakConcurrency).toBeLessThanOrEqual(1024);
+  });
+
+  it('a breaker that probes every 5 s rescues fixed-interval retries; refused requests are counted as errors', () => {
+    const breaker = parseBreakerOptions({ openMs: 5000 });
+    const [fixed] = simulateOutage(['fixed'], { ...outage, breaker });
+    expect(fixed!.recovered).toBe(true);
+    expect(fixed!.perSecond.reduce((n, s) => n + s.errors, 0)).toBeGreaterThan(0);
+  });
+});
