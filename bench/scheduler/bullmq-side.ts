@@ -1,7 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { v7 as uuidv7 } from 'uuid';
 import { Countdown } from '../support/countdown.js';
-import { bullJobOptions, httpError, scenarioFailures } from './scenarios.js';
+import {
+  bullJobOptions,
+  httpError,
+  replayBatch,
+  requeueStoredOptions,
+  scenarioFailures,
+} from './scenarios.js';
 import { chunks, type RunContext, type RunResult, type Side, type Timed } from './side.js';
 
 /** Bare BullMQ: `Queue.addBulk` with BullMQ's own retries, then a `Worker`. */
@@ -45,7 +52,11 @@ export const bullmqSide: Side = {
       await worker.close();
       await running;
       const result: RunResult = { [ctx.scenario]: { jobs, elapsedMs: finishedAt - startedAt } };
-      if (failures.kind === 'permanent') result.replay = await retryAllFailed(queue, ctx);
+      if (failures.kind === 'permanent') {
+        // In this order: addBulk finds the wait list empty, as requeue's replay does.
+        result.replay = await addBulkAgain(queue, ctx);
+        result['replay-vs-retry-jobs'] = await retryAllFailed(queue, ctx);
+      }
       return result;
     } finally {
       if (!closed) await worker.close(true);
@@ -54,18 +65,50 @@ export const bullmqSide: Side = {
   },
 };
 
-/** Times `queue.retryJobs({ state: 'failed' })`, BullMQ's nearest thing to a DLQ replay. */
+/**
+ * Times `queue.addBulk` of as many jobs as died, shaped as requeue's replay
+ * puts them back: name `bench`, data `{ i }`, the options requeue's producer
+ * stores, each with a fresh UUIDv7 id given here (as requeue's producer
+ * does), in calls of {@link replayBatch} jobs (as requeue's replay batches
+ * them). Building each call's entries is inside the timed window, as
+ * requeue's replay reads its records and makes its fresh ids inside its own.
+ */
+async function addBulkAgain(queue: Queue, ctx: RunContext): Promise<Timed> {
+  const { jobs } = ctx;
+  const waitingBefore = await queue.getWaitingCount();
+  if (waitingBefore !== 0) throw new Error(`expected an empty wait list, found ${waitingBefore}`);
+  const probe = ctx.probe('replay');
+  await probe.start();
+  const startedAt = performance.now();
+  for (const chunk of chunks(jobs, replayBatch)) {
+    await queue.addBulk(
+      chunk.map((i) => ({
+        name: 'bench',
+        data: { i },
+        opts: { ...requeueStoredOptions, jobId: uuidv7() },
+      })),
+    );
+  }
+  const elapsedMs = performance.now() - startedAt;
+  await probe.stop();
+  const waiting = await queue.getWaitingCount();
+  if (waiting !== jobs) throw new Error(`addBulk left ${waiting} of ${jobs} jobs waiting`);
+  return { jobs, elapsedMs };
+}
+
+/** Times `queue.retryJobs({ state: 'failed' })`: ids moved inside one queue, a reference. */
 async function retryAllFailed(queue: Queue, ctx: RunContext): Promise<Timed> {
   const { jobs } = ctx;
   const failed = await queue.getFailedCount();
   if (failed !== jobs) throw new Error(`expected ${jobs} failed jobs, found ${failed}`);
-  const probe = ctx.probe('replay');
+  const waitingBefore = await queue.getWaitingCount();
+  const probe = ctx.probe('replay-vs-retry-jobs');
   await probe.start();
   const startedAt = performance.now();
   await queue.retryJobs({ state: 'failed' });
   const elapsedMs = performance.now() - startedAt;
   await probe.stop();
-  const waiting = await queue.getWaitingCount();
-  if (waiting !== jobs) throw new Error(`retryJobs moved ${waiting} of ${jobs} jobs to wait`);
+  const moved = (await queue.getWaitingCount()) - waitingBefore;
+  if (moved !== jobs) throw new Error(`retryJobs moved ${moved} of ${jobs} jobs to wait`);
   return { jobs, elapsedMs };
 }

@@ -21,6 +21,8 @@ export interface BenchOptions {
   resultsPath: string | undefined;
   /** A run that has not finished after this long fails. @defaultValue `180_000` */
   timeoutMs: number;
+  /** Print the results as JSON on stdout (the tables go to stderr). @defaultValue `false` */
+  json: boolean;
 }
 
 export const usage = `Usage: node --import tsx bench/scheduler.bench.ts [options]
@@ -35,6 +37,9 @@ export const usage = `Usage: node --import tsx bench/scheduler.bench.ts [options
   --results <path>    results file to update (default bench/RESULTS.md)
   --no-results        do not write the results file
   --timeout-s <n>     fail a run that takes longer (default 180)
+  --json              print the results as JSON on stdout, the tables on stderr
+                      (through npm: npm run -s bench -- --json, or npm's banner
+                      lands on stdout too)
   --help              show this text
 `;
 
@@ -54,6 +59,7 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv): Bench
       results: { type: 'string' },
       'no-results': { type: 'boolean' },
       'timeout-s': { type: 'string' },
+      json: { type: 'boolean' },
       help: { type: 'boolean' },
     },
   });
@@ -68,6 +74,7 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv): Bench
     scenarios: parseScenarios(values.only),
     resultsPath: values['no-results'] ? undefined : (values.results ?? 'bench/RESULTS.md'),
     timeoutMs: positiveInt(values, 'timeout-s', 180) * 1000,
+    json: values.json ?? false,
   };
 }
 

@@ -22,11 +22,15 @@ export interface Row {
   id: MetricId;
   label: string;
   reference: string;
+  /** Median jobs/s. */
   requeue: number;
   bullmq: number;
+  /** The median of the per-repeat ratios. */
   ratio: number;
-  target: string;
-  met: string;
+  /** Every repeat's requeue/BullMQ ratio, in run order: the spread. */
+  ratios: number[];
+  target: Target;
+  met: boolean | undefined;
 }
 
 /** Jobs per second of a sample. */
@@ -43,7 +47,8 @@ export function summarise(samples: Samples): Row[] {
     const spec = metrics[id];
     const requeue = median(s.requeue.map(rate));
     const bullmq = median(s.bullmq.map(rate));
-    const ratio = pairedRatio(s.requeue, s.bullmq);
+    const ratios = pairedRatios(s.requeue, s.bullmq);
+    const ratio = median(ratios);
     rows.push({
       id,
       label: spec.label,
@@ -51,7 +56,8 @@ export function summarise(samples: Samples): Row[] {
       requeue,
       bullmq,
       ratio,
-      target: describeTarget(spec.target),
+      ratios,
+      target: spec.target,
       met: isMet(spec.target, requeue, ratio),
     });
   }
@@ -59,16 +65,22 @@ export function summarise(samples: Samples): Row[] {
 }
 
 /**
- * The median of each repeat's requeue/BullMQ ratio. The two runs of a repeat
- * follow each other, so a load change on the machine between repeats hits
- * both sides of a pair alike and cancels out of its ratio.
+ * Each repeat's requeue/BullMQ ratio; the row's ratio is their median. The
+ * two runs of a repeat follow each other, so a load change on the machine
+ * between repeats hits both sides of a pair alike and cancels out of its ratio.
  */
-export function pairedRatio(requeue: Sample[], bullmq: Sample[]): number {
+export function pairedRatios(requeue: Sample[], bullmq: Sample[]): number[] {
   const pairs = Math.min(requeue.length, bullmq.length);
-  return median(Array.from({ length: pairs }, (_, i) => rate(requeue[i]!) / rate(bullmq[i]!)));
+  return Array.from({ length: pairs }, (_, i) => rate(requeue[i]!) / rate(bullmq[i]!));
 }
 
-function describeTarget(target: Target): string {
+/** `0.91–1.12`: the lowest and highest per-repeat ratio. */
+export function ratioRange(ratios: readonly number[]): string {
+  if (ratios.length === 0) return '—';
+  return `${formatRatio(Math.min(...ratios))}–${formatRatio(Math.max(...ratios))}`;
+}
+
+export function describeTarget(target: Target): string {
   switch (target.kind) {
     case 'ratio':
       return `ratio ≥ ${target.min.toFixed(2)}`;
@@ -79,15 +91,20 @@ function describeTarget(target: Target): string {
   }
 }
 
-function isMet(target: Target, requeue: number, ratio: number): string {
+/** Whether a row meets its target; undefined for a reference row. */
+function isMet(target: Target, requeue: number, ratio: number): boolean | undefined {
   switch (target.kind) {
     case 'ratio':
-      return ratio >= target.min ? 'yes' : 'NO';
+      return ratio >= target.min;
     case 'rate':
-      return requeue >= target.min ? 'yes' : 'NO';
+      return requeue >= target.min;
     case 'reference':
-      return 'n/a';
+      return undefined;
   }
+}
+
+function describeMet(met: boolean | undefined): string {
+  return met === undefined ? 'n/a' : met ? 'yes' : 'NO';
 }
 
 /** A table: a header and rows of cells. */
@@ -96,17 +113,26 @@ export interface Table {
   cells: string[][];
 }
 
-/** scenario | requeue jobs/s | BullMQ jobs/s | ratio | target | met? */
+/** scenario | requeue jobs/s | BullMQ jobs/s | ratio | ratio range | target | met? */
 export function resultsTable(rows: Row[]): Table {
   return {
-    header: ['scenario', 'requeue jobs/s', 'BullMQ jobs/s', 'ratio', 'target', 'met?'],
+    header: [
+      'scenario',
+      'requeue jobs/s',
+      'BullMQ jobs/s',
+      'ratio',
+      'ratio range',
+      'target',
+      'met?',
+    ],
     cells: rows.map((r) => [
       r.label,
       formatRate(r.requeue),
       formatRate(r.bullmq),
       formatRatio(r.ratio),
-      r.target,
-      r.met,
+      ratioRange(r.ratios),
+      describeTarget(r.target),
+      describeMet(r.met),
     ]),
   };
 }
@@ -185,8 +211,8 @@ export function markdownTable({ header, cells }: Table): string {
   return [header, header.map(() => '---'), ...cells].map((r) => `| ${r.join(' | ')} |`).join('\n');
 }
 
-/** The markdown section this benchmark owns in the results file. */
-export function renderMarkdown(input: {
+/** Everything a report of one benchmark run is made of. */
+export interface RunReport {
   machine: Machine;
   options: BenchOptions;
   redisSource: string;
@@ -198,7 +224,110 @@ export function renderMarkdown(input: {
   /** The commit of the measured code, as {@link describeRevision} puts it. */
   revision: string;
   samples: Samples;
-}): string {
+}
+
+/** A row as `--json` prints it. */
+export interface JsonRow {
+  id: MetricId;
+  label: string;
+  /** What the BullMQ column measures. */
+  reference: string;
+  /** Median jobs/s of each side. */
+  requeue: number;
+  bullmq: number;
+  /** The median of the per-repeat ratios requeue/BullMQ. */
+  ratio: number;
+  /** `ratio ≥ 0.80`, or `— (reference)`. */
+  target: string;
+  /** The target as data: `{ kind: 'ratio', min: 0.8 }`, or `{ kind: 'reference' }`. */
+  targetSpec: Target;
+  /** true or false; null for a reference row. */
+  met: boolean | null;
+  /** Every run, in run order: jobs/s of each side and the per-repeat ratios. */
+  runs: { requeue: number[]; bullmq: number[]; ratios: number[] };
+  /** Per job, median over the runs: commands sent and executed, CPU µs of Node and Redis. */
+  costPerJob: Record<SideKey, CostPerJob> | null;
+}
+
+export interface CostPerJob {
+  sent: number;
+  executed: number;
+  nodeCpuUs: number;
+  redisCpuUs: number;
+}
+
+/** The results as `npm run bench -- --json` prints them: the rows the tables are made of. */
+export function renderJson(input: RunReport): string {
+  const { machine, options, samples } = input;
+  const rows: JsonRow[] = summarise(samples).map((r) => {
+    const s = samples[r.id]!;
+    return {
+      id: r.id,
+      label: r.label,
+      reference: r.reference,
+      requeue: round(r.requeue, 1),
+      bullmq: round(r.bullmq, 1),
+      ratio: round(r.ratio, 3),
+      target: describeTarget(r.target),
+      targetSpec: r.target,
+      met: r.met ?? null,
+      runs: {
+        requeue: s.requeue.map((x) => round(rate(x), 1)),
+        bullmq: s.bullmq.map((x) => round(rate(x), 1)),
+        ratios: r.ratios.map((x) => round(x, 3)),
+      },
+      costPerJob: s.requeue.some((x) => x.cost)
+        ? { requeue: costPerJob(s.requeue), bullmq: costPerJob(s.bullmq) }
+        : null,
+    };
+  });
+  return `${JSON.stringify(
+    {
+      bench: 'scheduler',
+      date: input.startedAt.toISOString(),
+      durationS: round(input.durationS, 1),
+      command: input.command,
+      revision: input.revision,
+      machine: { ...machine, loadAverageAfter: round(input.loadAfter, 2) },
+      redis: input.redisSource,
+      options: {
+        jobs: options.jobs,
+        retryJobs: options.retryJobs,
+        dlqJobs: options.dlqJobs,
+        concurrency: options.concurrency,
+        repeats: options.repeats,
+        scenarios: options.scenarios,
+      },
+      rows,
+      allMet: rows.every((r) => r.met !== false),
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+function costPerJob(samples: Sample[]): CostPerJob {
+  return {
+    sent: round(medianCost(samples, sentPerRun), 3),
+    executed: round(medianCost(samples, executedPerRun), 2),
+    nodeCpuUs: round(
+      medianCost(samples, (c) => c.nodeCpuUs),
+      1,
+    ),
+    redisCpuUs: round(
+      medianCost(samples, (c) => c.redisCpuUs),
+      1,
+    ),
+  };
+}
+
+function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Number.isFinite(value) ? Math.round(value * f) / f : value;
+}
+
+/** The markdown section this benchmark owns in the results file. */
+export function renderMarkdown(input: RunReport): string {
   const { machine, options, samples } = input;
   const rows = summarise(samples);
   const lines = [
@@ -220,7 +349,9 @@ export function renderMarkdown(input: {
       'are pre-loaded with `addBulk`; a run is timed from `worker.run()` to the event of its ' +
       'last job (`job:completed` / `job:dead-lettered` for requeue, `completed` / `failed` for ' +
       'BullMQ). Both sides keep finished jobs alike (7 days / 10,000 jobs). Both run built ' +
-      'code: requeue from its own `dist/` (as the package `requeue`), BullMQ from its published build.',
+      'code: requeue from its own `dist/` (as the package `requeue`), BullMQ from its published build. ' +
+      'Source maps are off in the bench process (tsx turns them on): with them, every `err.stack` ' +
+      'BullMQ reads for a failure it stores costs about 3× more, a cost of the harness, not of BullMQ.',
     '- requeue’s policy in scenarios 2–3: `full-jitter`, baseMs 1, capMs 5, maxAttempts 5. ' +
       'BullMQ: `attempts: 5, backoff: { type: "exponential", delay: 1, jitter: 1 }`. So ' +
       'BullMQ’s first retry waits ⌊random·1⌋ = 0 ms and goes straight back to `wait` ' +
@@ -231,23 +362,44 @@ export function renderMarkdown(input: {
     '',
     'jobs/s: the median of the runs. ratio: the median of the per-repeat ratios ' +
       '(each requeue run against the BullMQ run next to it), which is steadier than the ratio ' +
-      'of the medians when other work shares the machine.',
+      'of the medians when other work shares the machine; ratio range: the lowest and highest ' +
+      'of those per-repeat ratios.',
     '',
     'What the BullMQ column measures:',
     '',
     ...rows.map((r) => `- ${r.label}: ${r.reference}`),
     '',
-    'Every run, in jobs/s, in run order:',
+    'Every run, in jobs/s, in run order, and each repeat’s ratio (4c’s requeue runs are 4b’s):',
     '',
     markdownTable({
-      header: ['scenario', 'requeue', 'BullMQ'],
+      header: ['scenario', 'requeue', 'BullMQ', 'ratio per repeat'],
       cells: rows.map((r) => [
         r.label,
         (samples[r.id]?.requeue ?? []).map((s) => formatRate(rate(s))).join(', '),
         (samples[r.id]?.bullmq ?? []).map((s) => formatRate(rate(s))).join(', '),
+        r.ratios.map(formatRatio).join(', '),
       ]),
     }),
   ];
+  const behind = rows.filter((r) => r.met === false);
+  if (behind.length > 0) {
+    lines.push(
+      '',
+      '**Targets missed in this run** (the costs per job below say where the time goes):',
+      '',
+      ...behind.map((r) => {
+        const s = samples[r.id]!;
+        const cost = (pick: (c: CostSample) => number, digits: number): string =>
+          `${medianCost(s.requeue, pick).toFixed(digits)} vs ${medianCost(s.bullmq, pick).toFixed(digits)}`;
+        return (
+          `- ${r.label}: ratio ${formatRatio(r.ratio)} against ${describeTarget(r.target)}. ` +
+          `Per job, requeue vs BullMQ: ${cost(sentPerRun, 2)} commands sent, ` +
+          `${cost((c) => c.nodeCpuUs, 1)} µs of Node CPU, ${cost((c) => c.redisCpuUs, 1)} µs ` +
+          'of Redis CPU.'
+        );
+      }),
+    );
+  }
   const commands = commandsTable(samples);
   if (commands) {
     lines.push(

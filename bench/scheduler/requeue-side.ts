@@ -1,8 +1,22 @@
 import { performance } from 'node:perf_hooks';
+import { isDeepStrictEqual } from 'node:util';
 // The built package, as users run it (`npm run build` first; the bench scripts do).
-import { createLogger, createQueue, createWorker, DeadLetterQueue, type RequeueJob } from 'requeue';
+import {
+  createLogger,
+  createQueue,
+  createWorker,
+  DeadLetterQueue,
+  type RequeueJob,
+  type RequeueQueue,
+} from 'requeue';
 import { Countdown } from '../support/countdown.js';
-import { httpError, requeuePolicy, scenarioFailures } from './scenarios.js';
+import {
+  httpError,
+  replayBatch,
+  requeuePolicy,
+  requeueStoredOptions,
+  scenarioFailures,
+} from './scenarios.js';
 import { chunks, type RunContext, type RunResult, type Side, type Timed } from './side.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -17,6 +31,7 @@ export const requeueSide: Side = {
     for (const chunk of chunks(jobs)) {
       await queue.addBulk(chunk.map((i) => ({ name: 'bench', data: { i } })));
     }
+    if (failures.kind === 'permanent') await checkStoredOptions(queue);
 
     const handler = async (job: RequeueJob<{ i: number }>): Promise<void> => {
       if (failures.kind === 'permanent') throw httpError(400);
@@ -58,7 +73,26 @@ export const requeueSide: Side = {
   },
 };
 
-/** Times `dlq.replay({})` of every dead job of the run. */
+/**
+ * BullMQ's replay reference adds jobs with {@link requeueStoredOptions}: fails
+ * if requeue's producer stores anything else, so the two cannot drift apart.
+ */
+async function checkStoredOptions(queue: RequeueQueue<{ i: number }>): Promise<void> {
+  const [job] = await queue.bull.getWaiting(0, 0);
+  if (!job) throw new Error('no waiting job to read the stored options of');
+  const { jobId, ...rest } = job.opts;
+  // As stored: BullMQ's decoding leaves keys it did not find as undefined.
+  const stored: unknown = JSON.parse(JSON.stringify(rest));
+  if (jobId !== undefined && jobId !== job.id) throw new Error(`jobId ${jobId} is not ${job.id}`);
+  if (!isDeepStrictEqual(stored, requeueStoredOptions)) {
+    throw new Error(
+      `requeue stores job options ${JSON.stringify(stored)}, but BullMQ's replay reference ` +
+        `adds ${JSON.stringify(requeueStoredOptions)}: update requeueStoredOptions in scenarios.ts`,
+    );
+  }
+}
+
+/** Times `dlq.replay({})` of every dead job of the run, in batches of {@link replayBatch}. */
 async function replayAll(queueName: string, ctx: RunContext): Promise<Timed> {
   const dlq = new DeadLetterQueue(queueName, { connection: ctx.connection });
   try {
@@ -67,7 +101,7 @@ async function replayAll(queueName: string, ctx: RunContext): Promise<Timed> {
     const probe = ctx.probe('replay');
     await probe.start();
     const startedAt = performance.now();
-    const progress = await dlq.replay({});
+    const progress = await dlq.replay({}, { batchSize: replayBatch });
     const elapsedMs = performance.now() - startedAt;
     await probe.stop();
     if (progress.done !== ctx.jobs) throw new Error(`replayed ${progress.done} of ${ctx.jobs}`);
