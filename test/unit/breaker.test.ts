@@ -62,6 +62,7 @@ describe('breaker options', () => {
       openFactor: 1,
       maxOpenMs: 300_000,
       halfOpenProbes: 1,
+      halfOpenSuccessRatio: 1,
       probeTimeoutMs: 30_000,
       halfOpenRetryMs: 1_000,
       isolatedRetryMs: 10_000,
@@ -374,5 +375,61 @@ describe('invariants over random histories', () => {
         if (state.phase === 'closed') expect(state.probes).toEqual({});
       }
     }
+  });
+});
+
+describe('a breaker that closes on a success ratio (halfOpenSuccessRatio < 1)', () => {
+  const o = parseBreakerOptions({
+    halfOpenProbes: 4,
+    halfOpenSuccessRatio: 0.5,
+    openMs: 1_000,
+  });
+  const halfOpen = (): BreakerState => ({
+    phase: 'half-open',
+    trips: 1,
+    probes: {},
+    probeSuccesses: 0,
+    probeFailures: 0,
+  });
+
+  it('ramps probes up: one at first, one more in flight for each success', () => {
+    let state = halfOpen();
+    const first = admit(state, 0, 'p1', o);
+    expect(first.verdict).toEqual({ kind: 'probe', probeId: 'p1' });
+    state = first.state;
+    expect(admit(state, 0, 'p2', o).verdict.kind).toBe('reject');
+    state = onProbeResult(state, 'p1', true, 0, o).state;
+    const second = admit(state, 0, 'p2', o);
+    expect(second.verdict.kind).toBe('probe');
+    const third = admit(second.state, 0, 'p3', o);
+    expect(third.verdict.kind).toBe('probe');
+    expect(admit(third.state, 0, 'p4', o).verdict.kind).toBe('reject');
+  });
+
+  it('a flaky dependency that answers half the time closes the circuit', () => {
+    let state = halfOpen();
+    const outcomes = [true, false, true, false];
+    for (const [i, ok] of outcomes.entries()) {
+      state = admit(state, 0, `p${i}`, o).state;
+      const step = onProbeResult(state, `p${i}`, ok, 0, o);
+      state = step.state;
+      if (i < outcomes.length - 1) expect(step.transition).toBeUndefined();
+      else expect(step.transition).toBe('closed');
+    }
+    expect(state.phase).toBe('closed');
+  });
+
+  it('a dependency that keeps failing opens it again once the ratio is out of reach', () => {
+    let state = halfOpen();
+    // Two failures of four still leave 50 % within reach; the third does not.
+    for (const id of ['p1', 'p2']) {
+      state = admit(state, 0, id, o).state;
+      state = onProbeResult(state, id, false, 0, o).state;
+      expect(state.phase).toBe('half-open');
+    }
+    state = admit(state, 0, 'p3', o).state;
+    const step = onProbeResult(state, 'p3', false, 0, o);
+    expect(step.transition).toBe('opened');
+    expect(step.state.phase).toBe('open');
   });
 });

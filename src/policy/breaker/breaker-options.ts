@@ -27,6 +27,13 @@ export const breakerOptionsSchema = z
     maxOpenMs: positiveMs.default(300_000),
     /** Trial jobs let through, fleet-wide, while half-open. @defaultValue `1` */
     halfOpenProbes: z.number().int().min(1).default(1),
+    /**
+     * The half-open period closes when at least this share of its
+     * `halfOpenProbes` probes succeed, and ramps probes up one per success;
+     * 1 closes only if every probe succeeds (the first failure reopens).
+     * @defaultValue `1`
+     */
+    halfOpenSuccessRatio: z.number().gt(0).max(1).default(1),
     /** A probe that reports nothing for this long frees its slot (its worker died). @defaultValue `30_000` */
     probeTimeoutMs: positiveMs.default(30_000),
     /** A job turned away while half-open waits this long before it asks again. @defaultValue `1_000` */

@@ -16,6 +16,7 @@ const shared = {
   trips: z.number().int().min(0).default(0),
   probes: z.record(z.string(), ms).default({}),
   probeSuccesses: z.number().int().min(0).default(0),
+  probeFailures: z.number().int().min(0).optional(),
 };
 
 /** A breaker state of any phase; unknown fields are dropped. */

@@ -23,6 +23,8 @@ export interface BreakerState {
   probes: Record<string, number>;
   /** Probes that succeeded in this half-open period. */
   probeSuccesses: number;
+  /** Probes that failed in this half-open period (only a ratio-closing breaker keeps going after one). */
+  probeFailures?: number;
   /** Set by a manual `open` (isolate): no probe until a manual `close`. */
   isolated?: boolean;
 }
@@ -113,7 +115,10 @@ export function onWindow(
 /**
  * May a job run now? Closed: yes. Open: not before the half-open time. Half
  * open: as a probe while fewer than `halfOpenProbes` are in flight fleet-wide
- * (an expired lease frees its slot); otherwise come back later.
+ * (an expired lease frees its slot); otherwise come back later. A breaker
+ * that closes on a ratio (`halfOpenSuccessRatio` < 1) ramps up instead: one
+ * probe, then one more in flight for each success, so a recovering
+ * dependency gets traffic back gradually.
  */
 export function admit(
   state: BreakerState,
@@ -131,11 +136,13 @@ export function admit(
     }
     if (now < state.halfOpenAt)
       return { state, verdict: { kind: 'reject', retryAt: state.halfOpenAt } };
-    next = { ...state, phase: 'half-open', probes: {}, probeSuccesses: 0 };
+    next = { ...state, phase: 'half-open', probes: {}, probeSuccesses: 0, probeFailures: 0 };
     transition = 'half-open';
   }
   const live = Object.fromEntries(Object.entries(next.probes).filter(([, until]) => until > now));
-  if (Object.keys(live).length + next.probeSuccesses >= options.halfOpenProbes) {
+  const decided = next.probeSuccesses + (next.probeFailures ?? 0);
+  const ramp = options.halfOpenSuccessRatio < 1 ? 1 + next.probeSuccesses : Infinity;
+  if (Object.keys(live).length >= Math.min(options.halfOpenProbes - decided, ramp)) {
     const retryAt = now + options.halfOpenRetryMs;
     return {
       state: { ...next, probes: live },
@@ -152,8 +159,10 @@ export function admit(
 }
 
 /**
- * A probe's result: a failure opens the circuit again (for longer if the
- * open time grows); `halfOpenProbes` successes close it.
+ * A probe's result. The half-open period decides on `halfOpenProbes`
+ * probes: it closes when at least `halfOpenSuccessRatio` of them succeed, and
+ * opens again (for longer if the open time grows) as soon as that can no
+ * longer happen — with the default ratio of 1, at the first failure.
  */
 export function onProbeResult(
   state: BreakerState,
@@ -164,14 +173,18 @@ export function onProbeResult(
 ): Step {
   if (state.phase !== 'half-open' || !(probeId in state.probes))
     return { state, verdict: undefined };
-  if (!success)
-    return { state: open(state, now, options), transition: 'opened', verdict: undefined };
   const probes = { ...state.probes };
   delete probes[probeId];
-  const probeSuccesses = state.probeSuccesses + 1;
-  if (probeSuccesses >= options.halfOpenProbes)
+  const probeSuccesses = state.probeSuccesses + (success ? 1 : 0);
+  const probeFailures = (state.probeFailures ?? 0) + (success ? 0 : 1);
+  const failuresAllowed = Math.floor(
+    (1 - options.halfOpenSuccessRatio) * options.halfOpenProbes + 1e-9,
+  );
+  if (probeFailures > failuresAllowed)
+    return { state: open(state, now, options), transition: 'opened', verdict: undefined };
+  if (probeSuccesses + probeFailures >= options.halfOpenProbes)
     return { state: closedState(), transition: 'closed', verdict: undefined };
-  return { state: { ...state, probes, probeSuccesses }, verdict: undefined };
+  return { state: { ...state, probes, probeSuccesses, probeFailures }, verdict: undefined };
 }
 
 /** Manual isolate: open until closed by hand. */
