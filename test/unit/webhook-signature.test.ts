@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import {
   decodeSecret,
@@ -72,6 +73,19 @@ describe('signing', () => {
       independentSignature(old, 'evt_1', 1_700_000_000, '{}'),
     ]);
     expect(() => signatureHeader([], 'evt_1', 1, '{}')).toThrow(TypeError);
+  });
+
+  it("is the official standardwebhooks package's signature: its own verify() accepts each secret of a rotation", () => {
+    const old = newSecret();
+    const current = newSecret();
+    const body = JSON.stringify({ type: 'invoice.paid', data: { id: 7 } });
+    const headers = signWebhook([current, old], 'evt_7', Math.floor(Date.now() / 1000), body);
+    for (const secret of [current, old]) {
+      expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
+    }
+    expect(() => new Webhook(newSecret()).verify(body, headers)).toThrow(
+      'No matching signature found',
+    );
   });
 
   it('refuses a secret that is not base64, without quoting it', () => {
