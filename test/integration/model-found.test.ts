@@ -130,6 +130,7 @@ describe('found by the model-based suite', () => {
       '+@scripting',
       '+info',
       '+client',
+      '+time',
       '-@write',
     );
     const name = uniqueQueueName('status');

@@ -63,6 +63,8 @@ export async function ensureReader(admin: Redis): Promise<void> {
     '+@scripting',
     '+info',
     '+client',
+    // TIME reads the server clock (windows are keyed by Redis time); it writes nothing.
+    '+time',
     '-@write',
   );
 }
