@@ -1,36 +1,65 @@
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { readLogLevel, redactOptionsFromEnv } from './env.js';
+import {
+  censor,
+  defaultSecretHeaders,
+  pinoRedactPaths,
+  redactError,
+  redactUrl,
+} from '../util/redact.js';
 
 export type { Logger } from 'pino';
 
 /**
  * Paths pino blanks before a line is written: webhook secrets, tokens,
- * passwords and auth headers never reach a log.
+ * passwords, secret headers, a failed Redis command's arguments. URLs under
+ * `url` and `redisUrl` keep their host and lose their credentials.
+ * @see src/util/redact.ts, the one redaction module
  */
-export const redactPaths = [
-  'secret',
-  '*.secret',
-  '*.*.secret',
-  'password',
-  '*.password',
-  'token',
-  '*.token',
-  'redisUrl',
-  '*.redisUrl',
-  'headers.authorization',
-  '*.headers.authorization',
-  'headers["webhook-signature"]',
-  '*.headers["webhook-signature"]',
-];
+export const redactPaths = pinoRedactPaths();
 
-/** Creates the root logger; the level comes from `LOG_LEVEL` unless given. */
+/** URL-valued keys: redacted as URLs, not blanked. */
+const urlKeys = new Set(['url', 'redisUrl']);
+
+/**
+ * pino's options for a line with no secret in it: `redact` paths (URL keys
+ * through {@link redactUrl}, the rest blanked) and an `err`/`error`
+ * serializer that redacts messages, stacks and client errors' commands.
+ */
+export function redactingLoggerOptions(
+  headers: readonly string[] = defaultSecretHeaders,
+): Pick<LoggerOptions, 'redact' | 'serializers'> {
+  const paths = pinoRedactPaths(headers);
+  for (const prefix of ['', '*.', '*.*.']) paths.push(`${prefix}url`);
+  const serializer = (err: unknown) => redactError(err, { headers });
+  return {
+    redact: {
+      paths,
+      censor: (value: unknown, path: string[]) =>
+        urlKeys.has(path.at(-1) ?? '') && typeof value === 'string' ? redactUrl(value) : censor,
+    },
+    serializers: { err: serializer, error: serializer },
+  };
+}
+
+/**
+ * Creates the root logger. The level comes from `LOG_LEVEL` (read through
+ * the one environment parser, so `LOG_LEVEL=verbose` is a {@link ConfigError}
+ * naming it) unless given.
+ */
 export function createLogger(
-  options: { level?: string; name?: string; destination?: DestinationStream } = {},
+  options: {
+    level?: string;
+    name?: string;
+    destination?: DestinationStream;
+    redactHeaders?: readonly string[];
+  } = {},
 ): Logger {
   return pino(
     {
       name: options.name ?? 'requeue',
-      level: options.level ?? process.env.LOG_LEVEL ?? 'info',
-      redact: { paths: redactPaths, censor: '[redacted]' },
+      level: options.level ?? readLogLevel(),
+      ...redactingLoggerOptions(options.redactHeaders ?? redactOptionsFromEnv().headers),
     },
     options.destination,
   );
@@ -39,10 +68,9 @@ export function createLogger(
 /** `redis://user:secret@host` → `redis://user:***@host`, for messages and logs. */
 export function maskUrl(url: string): string {
   try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
+    new URL(url);
   } catch {
     return '[unparseable url]';
   }
+  return redactUrl(url);
 }

@@ -8,8 +8,9 @@ import {
 import { CliUsageError, parseNumberFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { ProgressBar } from '../progress.js';
-import { redactSecrets } from '../redact.js';
 import { printTable, truncate } from '../table.js';
+import { redactText, redactValue } from '../../util/redact.js';
+import { redactOptionsFromEnv } from '../../config/env.js';
 
 interface FilterFlags {
   id?: string;
@@ -40,7 +41,9 @@ export function registerDlq(program: Command): void {
     await withDlq(queue, opts, async (dead) => {
       const records = await dead.list(toFilter(opts), { limit, offset });
       if (opts.json) {
-        process.stdout.write(JSON.stringify(redactSecrets(records.map(listEntry))) + '\n');
+        process.stdout.write(
+          JSON.stringify(redactValue(records.map(listEntry), redactOptionsFromEnv())) + '\n',
+        );
         return;
       }
       if (records.length === 0) {
@@ -53,7 +56,7 @@ export function registerDlq(program: Command): void {
         r.reason,
         String(r.attempts),
         new Date(r.deadAt).toISOString(),
-        truncate(r.message, 60),
+        truncate(redactText(r.message), 60),
       ]);
       printTable(['ID', 'NAME', 'REASON', 'ATTEMPTS', 'DEAD AT', 'LAST ERROR'], rows);
     });
@@ -71,18 +74,20 @@ export function registerDlq(program: Command): void {
       const record = await dead.get(id);
       if (!record) throw new CliUsageError(`no dead job "${id}" in ${queue}'s DLQ`);
       if (opts.json) {
-        process.stdout.write(JSON.stringify(redactSecrets(record)) + '\n');
+        process.stdout.write(JSON.stringify(redactValue(record, redactOptionsFromEnv())) + '\n');
         return;
       }
       const out = process.stdout;
       out.write(`${record.id}  ${record.name}  (${record.source})\n`);
-      out.write(`reason:      ${record.reason}: ${record.message}\n`);
+      out.write(`reason:      ${record.reason}: ${redactText(record.message)}\n`);
       if (record.idempotencyKey) out.write(`key:         ${record.idempotencyKey}\n`);
       if (record.firstFailedAt)
         out.write(`first fail:  ${new Date(record.firstFailedAt).toISOString()}\n`);
       out.write(`dead at:     ${new Date(record.deadAt).toISOString()}\n`);
       out.write(`attempts:    ${record.attempts}  replays: ${record.replays}\n`);
-      out.write(`data:        ${truncate(JSON.stringify(redactSecrets(record.data)), 200)}\n\n`);
+      out.write(
+        `data:        ${truncate(JSON.stringify(redactValue(record.data, redactOptionsFromEnv())), 200)}\n\n`,
+      );
       printTable(
         ['#', 'STARTED', 'OUTCOME', 'ERROR', 'DECISION', 'DELAY'],
         record.history.map((h) => [
@@ -90,7 +95,9 @@ export function registerDlq(program: Command): void {
           new Date(h.startedAt).toISOString(),
           h.outcome,
           truncate(
-            `${h.error?.class ?? ''}${h.error?.status ? ` ${h.error.status}` : ''}: ${h.error?.message ?? ''}`,
+            redactText(
+              `${h.error?.class ?? ''}${h.error?.status ? ` ${h.error.status}` : ''}: ${h.error?.message ?? ''}`,
+            ),
             50,
           ),
           h.decision === 'dead-letter' ? `dead (${h.deadReason})` : h.decision,

@@ -3,6 +3,8 @@ import { EndpointStore } from '../../redis/endpoint-store.js';
 import { CliUsageError } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { printTable, truncate } from '../table.js';
+import { redactText, redactValue } from '../../util/redact.js';
+import { redactOptionsFromEnv } from '../../config/env.js';
 
 /** `requeue endpoint list|enable|disable`: the webhook endpoints a queue will not deliver to. */
 export function registerEndpoint(program: Command): void {
@@ -20,7 +22,7 @@ export function registerEndpoint(program: Command): void {
     await withStore(opts, async (store) => {
       const disabled = await store.list(queue);
       if (opts.json) {
-        process.stdout.write(JSON.stringify(disabled) + '\n');
+        process.stdout.write(JSON.stringify(redactValue(disabled, redactOptionsFromEnv())) + '\n');
         return;
       }
       if (disabled.length === 0) {
@@ -32,7 +34,7 @@ export function registerEndpoint(program: Command): void {
         disabled.map((d) => [
           d.endpointId,
           new Date(d.disabledAt).toISOString(),
-          truncate(d.reason, 80),
+          truncate(redactText(d.reason), 80),
         ]),
       );
     });
