@@ -91,6 +91,26 @@ describe('blockedRange', () => {
   });
 });
 
+describe('blockedRange through ipaddr.js', () => {
+  it.each([
+    ['::7f00:1', 'loopback'], // IPv4-compatible, written in hex
+    ['::ffff:0:7f00:1', 'loopback'], // SIIT (RFC 6145)
+    ['64:ff9b:1::1', 'private'], // local-use NAT64 (RFC 8215)
+    ['2001:2::1', 'reserved'], // benchmarking
+    ['2001::1', undefined], // Teredo
+  ] as const)('%s → %s', (address, range) => {
+    expect(blockedRange(address)).toBe(range);
+  });
+
+  it.each(['0x7f.0.0.1', '010.0.0.1', '2130706433', '127.0.1'])(
+    'refuses %j, which ipaddr.js alone would read as an address',
+    (text) => {
+      expect(() => blockedRange(text)).toThrow(TypeError);
+      expect(() => createSsrfGuard({ allowHosts: [`${text}/8`] })).toThrow(ConfigError);
+    },
+  );
+});
+
 /** A resolver that answers from a fixed table, standing in for DNS. */
 function fixedResolver(answers: Record<string, string[]>): Resolver {
   return (hostname, _options, callback) => {

@@ -5,12 +5,15 @@
  * metadata service). Addresses are checked when the socket connects — in
  * the `lookup` handed to `http.request` — so a name that resolves to a
  * public address at validation time and to 127.0.0.1 at connect time (DNS
- * rebinding) is still refused.
+ * rebinding) is still refused. Addresses are parsed and classified by
+ * ipaddr.js (its special ranges), with the cloud metadata addresses and the
+ * IPv6 forms that carry an IPv4 address added here.
  *
  * @see https://www.standardwebhooks.com/ ("Server side request forgery")
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { ConfigError } from '../../src/config/env.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 
@@ -42,139 +45,112 @@ export interface SsrfOptions {
   allowHosts?: readonly string[];
 }
 
-/** An address as a number, IPv4-mapped IPv6 folded to IPv4. */
-interface Ip {
-  v: 4 | 6;
-  n: bigint;
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+
+/** A range: an address and a prefix length, as ipaddr.js's `match` takes it. */
+type Cidr = [Address, number];
+
+function isIPv6(address: Address): address is ipaddr.IPv6 {
+  return address.kind() === 'ipv6';
 }
 
-interface Cidr extends Ip {
-  bits: number;
-}
-
-function parseIPv4(text: string): bigint | undefined {
-  if (isIP(text) !== 4) return undefined;
-  return text.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
-}
-
-function parseIPv6(text: string): bigint | undefined {
-  // A zone (`fe80::1%eth0`) names an interface, not part of the address.
-  const address = text.split('%')[0] ?? '';
-  if (isIP(address) !== 6) return undefined;
-  let groups = address;
-  const lastColon = groups.lastIndexOf(':');
-  const tail = groups.slice(lastColon + 1);
-  if (tail.includes('.')) {
-    const v4 = parseIPv4(tail);
-    if (v4 === undefined) return undefined;
-    const [high, low] = [(v4 >> 16n).toString(16), (v4 & 0xffffn).toString(16)];
-    groups = `${groups.slice(0, lastColon + 1)}${high}:${low}`;
-  }
-  const [head = '', rest] = groups.split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = rest === undefined || rest === '' ? [] : rest.split(':');
-  const fill = rest === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
-  return [...left, ...fill, ...right].reduce(
-    (acc, group) => (acc << 16n) | BigInt(parseInt(group, 16)),
-    0n,
-  );
-}
-
-/** Parses an IP literal (brackets allowed), folding `::ffff:a.b.c.d` to IPv4. */
-function parseIp(text: string): Ip | undefined {
+/**
+ * Parses an IP literal (brackets and an IPv6 zone allowed), folding
+ * `::ffff:a.b.c.d` to IPv4. `net.isIP` decides first what is an address:
+ * ipaddr.js alone would also read `127.1`, `0x7f.0.0.1` and octal parts.
+ */
+function parseIp(text: string): Address | undefined {
   const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
-  const v4 = parseIPv4(bare);
-  if (v4 !== undefined) return { v: 4, n: v4 };
-  const v6 = parseIPv6(bare);
-  if (v6 === undefined) return undefined;
-  if (v6 >> 32n === 0xffffn) return { v: 4, n: v6 & 0xffffffffn };
-  return { v: 6, n: v6 };
+  // A zone (`fe80::1%eth0`) names an interface, not part of the address.
+  if (isIP(bare.split('%')[0] ?? '') === 0) return undefined;
+  const address = ipaddr.parse(bare);
+  return isIPv6(address) && address.isIPv4MappedAddress() ? address.toIPv4Address() : address;
 }
 
 function parseCidr(text: string): Cidr | undefined {
   const slash = text.indexOf('/');
-  const ip = parseIp(slash < 0 ? text : text.slice(0, slash));
-  if (!ip) return undefined;
-  const width = ip.v === 4 ? 32 : 128;
-  if (slash < 0) return { ...ip, bits: width };
+  const literal = slash < 0 ? text : text.slice(0, slash);
+  const address = parseIp(literal);
+  if (!address) return undefined;
+  const width = address.kind() === 'ipv4' ? 32 : 128;
+  if (slash < 0) return [address, width];
   const prefix = text.slice(slash + 1);
   if (!/^\d{1,3}$/.test(prefix)) return undefined;
-  let bits = Number(prefix);
   // `::ffff:10.0.0.0/104` was folded to IPv4: move the prefix with it.
-  const folded = ip.v === 4 && isIP(text.slice(0, slash)) === 6;
-  if (folded) bits -= 96;
-  if (bits < 0 || bits > width) return undefined;
-  return { ...ip, bits };
+  const bits = Number(prefix) - (address.kind() === 'ipv4' && isIP(literal) === 6 ? 96 : 0);
+  return bits < 0 || bits > width ? undefined : [address, bits];
 }
 
-function contains(cidr: Cidr, ip: Ip): boolean {
-  if (cidr.v !== ip.v) return false;
-  const shift = BigInt((ip.v === 4 ? 32 : 128) - cidr.bits);
-  return ip.n >> shift === cidr.n >> shift;
+function contains([range, bits]: Cidr, address: Address): boolean {
+  return range.kind() === address.kind() && address.match(range, bits);
 }
 
-function table(entries: [BlockedRange, string[]][]): [BlockedRange, Cidr][] {
-  return entries.flatMap(([range, cidrs]) =>
-    cidrs.map((c): [BlockedRange, Cidr] => [range, parseCidr(c)!]),
-  );
+function cidrs(texts: readonly string[]): Cidr[] {
+  return texts.map((text) => parseCidr(text)!);
 }
 
 /**
- * The blocked ranges, most specific first: the metadata addresses sit inside
- * link-local and must be named as what they are.
- * @see RFC 6890 (special-purpose registries), RFC 6598 (shared 100.64/10), RFC 4193 (fc00::/7)
+ * Cloud metadata services, named before the ranges they sit in
+ * (link-local, private, public) so a refusal says what they are.
  */
-const BLOCKED = table([
-  [
-    'metadata',
-    [
-      '169.254.169.254', // AWS, GCP, Azure, OpenStack instance metadata
-      '169.254.170.2', // AWS ECS task metadata
-      'fd00:ec2::254', // AWS IMDS over IPv6
-      '100.100.100.200', // Alibaba Cloud
-      '192.0.0.192', // Oracle Cloud
-      '168.63.129.16', // Azure WireServer: a public address only reachable from inside Azure
-    ],
-  ],
-  ['unspecified', ['0.0.0.0/8', '::/128']],
-  ['loopback', ['127.0.0.0/8', '::1/128']],
-  [
-    'private',
-    ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7', 'fec0::/10', '64:ff9b:1::/48'],
-  ],
-  ['link-local', ['169.254.0.0/16', 'fe80::/10']],
-  ['shared', ['100.64.0.0/10']],
-  ['multicast', ['224.0.0.0/4', 'ff00::/8']],
-  [
-    'reserved',
-    [
-      '240.0.0.0/4', // future use, and 255.255.255.255
-      '192.0.0.0/24', // IETF protocol assignments
-      '192.0.2.0/24', // documentation
-      '198.18.0.0/15', // benchmarking
-      '198.51.100.0/24',
-      '203.0.113.0/24',
-      '2001:db8::/32',
-      '100::/64', // discard-only
-    ],
-  ],
+const METADATA = cidrs([
+  '169.254.169.254', // AWS, GCP, Azure, OpenStack instance metadata
+  '169.254.170.2', // AWS ECS task metadata
+  'fd00:ec2::254', // AWS IMDS over IPv6
+  '100.100.100.200', // Alibaba Cloud
+  '192.0.0.192', // Oracle Cloud
+  '168.63.129.16', // Azure WireServer: a public address only reachable from inside Azure
 ]);
 
-/** IPv6 ranges that carry an IPv4 address in their low bits, which is what the packet reaches. */
-const EMBEDDING: { cidr: Cidr; extract: (n: bigint) => bigint }[] = [
-  { cidr: parseCidr('64:ff9b::/96')!, extract: (n) => n & 0xffffffffn }, // NAT64
-  { cidr: parseCidr('::/96')!, extract: (n) => n & 0xffffffffn }, // IPv4-compatible (deprecated)
-  { cidr: parseCidr('2002::/16')!, extract: (n) => (n >> 80n) & 0xffffffffn }, // 6to4
-];
+/**
+ * ipaddr.js's special ranges (its `range()`), as requeue blocks them; a
+ * name not listed (`unicast`, `teredo`, `as112`, `amt`, …) is public.
+ * @see RFC 6890 (special-purpose registries), RFC 6598 (shared 100.64/10), RFC 4193 (fc00::/7)
+ */
+const RANGES: Readonly<Record<string, BlockedRange>> = {
+  unspecified: 'unspecified',
+  loopback: 'loopback',
+  private: 'private', // 10/8, 172.16/12, 192.168/16
+  uniqueLocal: 'private', // fc00::/7
+  deprecatedSiteLocal: 'private', // fec0::/10
+  linkLocal: 'link-local',
+  carrierGradeNat: 'shared',
+  multicast: 'multicast',
+  broadcast: 'reserved',
+  reserved: 'reserved', // IETF, documentation, benchmarking 198.18/15, 240/4; 2001:db8::/32
+  benchmarking: 'reserved', // 2001:2::/48
+  discard: 'reserved', // 100::/64
+};
 
-function rangeOfIp(ip: Ip): BlockedRange | undefined {
-  for (const [range, cidr] of BLOCKED) if (contains(cidr, ip)) return range;
-  if (ip.v === 6) {
-    for (const { cidr, extract } of EMBEDDING) {
-      if (contains(cidr, ip)) return rangeOfIp({ v: 4, n: extract(ip.n) });
-    }
-  }
-  return undefined;
+/** NAT64 for local use (RFC 8215): inside ipaddr.js's `rfc6052`, but a private network. */
+const LOCAL_NAT64 = cidrs(['64:ff9b:1::/48']);
+
+/** IPv4-compatible IPv6 (`::a.b.c.d`, deprecated), which ipaddr.js calls unicast. */
+const IPV4_COMPATIBLE = cidrs(['::/96']);
+
+/**
+ * The IPv4 address an IPv6 address carries, which is what the packet
+ * reaches: NAT64 (`64:ff9b::/96`), SIIT (`::ffff:0:0:0/96`), 6to4
+ * (`2002::/16`) and IPv4-compatible addresses.
+ */
+function embeddedIPv4(address: ipaddr.IPv6, range: string): ipaddr.IPv4 | undefined {
+  const bytes = address.toByteArray();
+  if (range === '6to4') return new ipaddr.IPv4(bytes.slice(2, 6));
+  const carries =
+    range === 'rfc6145' ||
+    (range === 'rfc6052' && !LOCAL_NAT64.some((cidr) => contains(cidr, address))) ||
+    (range === 'unicast' && IPV4_COMPATIBLE.some((cidr) => contains(cidr, address)));
+  return carries ? new ipaddr.IPv4(bytes.slice(12, 16)) : undefined;
+}
+
+function rangeOfIp(address: Address): BlockedRange | undefined {
+  if (METADATA.some((cidr) => contains(cidr, address))) return 'metadata';
+  const range = address.range();
+  const blocked = RANGES[range];
+  if (blocked !== undefined || !isIPv6(address)) return blocked;
+  if (range === 'rfc6052' && LOCAL_NAT64.some((cidr) => contains(cidr, address))) return 'private';
+  const carried = embeddedIPv4(address, range);
+  return carried === undefined ? undefined : rangeOfIp(carried);
 }
 
 /**
