@@ -1,35 +1,41 @@
 /**
- * A one-line progress bar on stderr, redrawn in place on a terminal and
- * silent elsewhere (pipes, CI logs), so `--json` output stays clean.
+ * A one-line progress bar on stderr through cli-progress: redrawn in place
+ * on a terminal (at most 10 times a second) and silent elsewhere (pipes, CI
+ * logs), so `--json` output stays clean.
  */
+import { SingleBar } from 'cli-progress';
+
 export class ProgressBar {
   private readonly startedAt = performance.now();
-  private lastDrawAt = -Infinity;
-  private readonly enabled: boolean;
+  private readonly bar: SingleBar;
+  private started = false;
 
-  constructor(
-    private readonly label: string,
-    private readonly stream: NodeJS.WriteStream = process.stderr,
-  ) {
-    this.enabled = Boolean(stream.isTTY);
+  constructor(label: string, stream: NodeJS.WriteStream = process.stderr) {
+    this.bar = new SingleBar({
+      stream,
+      format: `${label} {bar} {percentage}% {value}/{total} ({rate}/s)`,
+      barsize: 30,
+      barCompleteChar: '█',
+      barIncompleteChar: '░',
+      // The commands stop the bar themselves, on Ctrl-C too.
+      gracefulExit: false,
+    });
   }
 
+  /** Shows `done` of `total`; the first call starts the bar. */
   update(done: number, total: number): void {
-    if (!this.enabled) return;
-    const now = performance.now();
-    if (now - this.lastDrawAt < 80 && done < total) return;
-    this.lastDrawAt = now;
-    const width = 30;
-    const ratio = total > 0 ? Math.min(1, done / total) : 1;
-    const filled = Math.round(ratio * width);
-    const rate = done / Math.max(0.001, (now - this.startedAt) / 1000);
-    const bar = '█'.repeat(filled) + '░'.repeat(width - filled);
-    this.stream.write(
-      `\r${this.label} ${bar} ${(ratio * 100).toFixed(0).padStart(3)}% ${done}/${total} (${rate.toFixed(0)}/s)`,
-    );
+    const rate = (done / Math.max(0.001, (performance.now() - this.startedAt) / 1000)).toFixed(0);
+    if (!this.started) {
+      this.started = true;
+      this.bar.start(total, done, { rate });
+      return;
+    }
+    this.bar.setTotal(total);
+    this.bar.update(done, { rate });
   }
 
+  /** Draws the last state and ends the line; safe to call more than once. */
   finish(): void {
-    if (this.enabled) this.stream.write('\n');
+    this.bar.stop();
   }
 }

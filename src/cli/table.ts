@@ -1,20 +1,64 @@
+/**
+ * The CLI's tables: cli-table3 laid out borderless, columns two spaces
+ * apart, so output reads as plain aligned text and survives `grep`/`awk`.
+ */
+import Table from 'cli-table3';
+
 /** Shortens `s` to `n` characters with an ellipsis. */
 export function truncate(s: string, n: number): string {
   return s.length <= n ? s : `${s.slice(0, n - 1)}…`;
 }
 
-/** Prints an aligned, space-separated table to stdout. */
+/** Options of {@link formatTable}. */
+export interface TableOptions {
+  /** Alignment per column; columns not listed are left-aligned. @defaultValue `[]` */
+  align?: readonly ('left' | 'right')[];
+}
+
+const borderless = {
+  top: '',
+  'top-mid': '',
+  'top-left': '',
+  'top-right': '',
+  bottom: '',
+  'bottom-mid': '',
+  'bottom-left': '',
+  'bottom-right': '',
+  left: '',
+  'left-mid': '',
+  mid: '',
+  'mid-mid': '',
+  right: '',
+  'right-mid': '',
+  middle: '  ',
+};
+
+/** An aligned table, header first, one line per row, no trailing spaces. */
+export function formatTable(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  { align = [] }: TableOptions = {},
+): string {
+  const table = new Table({
+    head: [...header],
+    chars: borderless,
+    colAligns: header.map((_, col) => align[col] ?? 'left'),
+    // No colours, no padding: the two-space `middle` separates the columns.
+    style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0, compact: true },
+  });
+  table.push(...rows.map((row) => header.map((_, col) => row[col] ?? '')));
+  return `${table
+    .toString()
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .join('\n')}\n`;
+}
+
+/** Prints {@link formatTable}'s table to `out` (stdout unless given). */
 export function printTable(
-  header: string[],
-  rows: string[][],
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
   out: NodeJS.WritableStream = process.stdout,
 ): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd() + '\n';
-  out.write(line(header));
-  for (const row of rows) out.write(line(row));
+  out.write(formatTable(header, rows));
 }

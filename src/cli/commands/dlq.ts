@@ -262,10 +262,10 @@ async function runBulk(
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
+    // The bar's redraw timer must not outlive a failed run.
     const result = await withDlq(queue, opts, (dead) =>
       run(dead, (p) => bar.update(p.done, p.total), abort.signal),
-    );
-    bar.finish();
+    ).finally(() => bar.finish());
     if (opts.json) {
       process.stdout.write(JSON.stringify(result) + '\n');
       return;

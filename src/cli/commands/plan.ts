@@ -9,6 +9,7 @@ import {
 } from '../../policy/retry-policy.js';
 import { seededRandom } from '../../util/random.js';
 import { CliUsageError, parseNumberFlag } from '../cli-error.js';
+import { formatTable } from '../table.js';
 
 interface PlanFlags {
   strategy?: string;
@@ -85,7 +86,7 @@ export function registerPlan(program: Command): void {
         throw new CliUsageError(`--samples: must be ≤ ${maxSamples}, got ${flags.samples}`);
       const seed = parseNumberFlag('--seed', flags.seed, { integer: true });
       const plan = simulatePlan(policy, { samples, random: seededRandom(seed) });
-      process.stdout.write(flags.json ? formatJson(plan) : formatTable(plan, samples, seed));
+      process.stdout.write(flags.json ? formatJson(plan) : formatPlan(plan, samples, seed));
     });
 }
 
@@ -149,7 +150,7 @@ export function formatMs(ms: number): string {
   return `${(ms / 3_600_000).toFixed(1)}h`;
 }
 
-function formatTable({ policy, retries }: PlanResult, samples: number, seed: number): string {
+function formatPlan({ policy, retries }: PlanResult, samples: number, seed: number): string {
   const params = optionsRead[policy.strategy].map((key) => `${key}=${policy[key]}`);
   params.push(`maxAttempts=${policy.maxAttempts}`);
   if (policy.maxElapsedMs !== undefined) params.push(`maxElapsedMs=${policy.maxElapsedMs}`);
@@ -177,10 +178,5 @@ function formatTable({ policy, retries }: PlanResult, samples: number, seed: num
     if (withGaveUp) row.push(`${((r.gaveUp ?? 0) * 100).toFixed(1)}%`);
     return row;
   });
-  const widths = header.map((h, col) =>
-    Math.max(h.length, ...rows.map((row) => row[col]?.length ?? 0)),
-  );
-  const line = (cells: string[]): string =>
-    cells.map((cell, col) => cell.padStart(widths[col] ?? 0)).join('  ');
-  return [summary, line(header), ...rows.map(line)].join('\n') + '\n';
+  return `${summary}\n${formatTable(header, rows, { align: header.map(() => 'right') })}`;
 }

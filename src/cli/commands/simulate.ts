@@ -21,7 +21,7 @@ import {
   type SimStrategy,
 } from '../../policy/simulate/sim-strategy.js';
 import { CliUsageError, parseJsonFlag, parseNumberFlag } from '../cli-error.js';
-import { printTable } from '../table.js';
+import { formatTable } from '../table.js';
 import { describeIssues, formatMs } from './plan.js';
 
 type Scenario = 'contention' | 'outage';
@@ -391,18 +391,6 @@ function outageJson(params: OutageParams, results: OutageResult[]): string {
   )}\n`;
 }
 
-/** Writes a table into a string through the project's table helper. */
-function table(header: string[], rows: string[][]): string {
-  let text = '';
-  printTable(header, rows, {
-    write: (chunk: string) => {
-      text += chunk;
-      return true;
-    },
-  } as unknown as NodeJS.WritableStream);
-  return text;
-}
-
 function contentionTable(params: ContentionParams, results: ContentionResult[]): string {
   const { clients, trials, seed, netMeanMs, netSdMs, policy } = params;
   const lines = [
@@ -416,7 +404,7 @@ function contentionTable(params: ContentionParams, results: ContentionResult[]):
     (r.calls / clients).toFixed(2),
     formatMs(r.timeMs),
   ]);
-  lines.push(table(['strategy', 'calls', 'per client', 'time'], rows).trimEnd());
+  lines.push(formatTable(['strategy', 'calls', 'per client', 'time'], rows).trimEnd());
   if (results.length > 1) {
     const leastWork = results.reduce((a, b) => (b.calls < a.calls ? b : a));
     const fastest = results.reduce((a, b) => (b.timeMs < a.timeMs ? b : a));
@@ -461,7 +449,7 @@ function outageTable(params: OutageParams, results: OutageResult[]): string {
     ];
   });
   lines.push(
-    table(
+    formatTable(
       [
         'strategy',
         'recovered',
@@ -498,6 +486,6 @@ function outageTable(params: OutageParams, results: OutageResult[]): string {
   lines.push(
     `timeline: ok/s (mean over ${step}s) / peak concurrency; the server is down from ${stopAtMs / 1000}s to ${(stopAtMs + stopForMs) / 1000}s`,
   );
-  lines.push(table(['t (s)', ...results.map((r) => r.strategy)], timeline).trimEnd());
+  lines.push(formatTable(['t (s)', ...results.map((r) => r.strategy)], timeline).trimEnd());
   return `${lines.join('\n')}\n`;
 }
