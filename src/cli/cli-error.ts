@@ -15,11 +15,14 @@ export function parseJsonFlag(flag: string, value: string): unknown {
   }
 }
 
-/** Parses a number flag, naming the flag when it is not a finite number. */
+/**
+ * Parses a number flag, naming the flag when it is not a finite number or
+ * falls outside `[min, max]` (every number flag has an upper bound).
+ */
 export function parseNumberFlag(
   flag: string,
   value: string,
-  { integer = false, min = -Infinity } = {},
+  { integer = false, min = -Infinity, max = Number.MAX_SAFE_INTEGER } = {},
 ): number {
   const n = Number(value);
   if (value.trim() === '' || !Number.isFinite(n))
@@ -27,5 +30,6 @@ export function parseNumberFlag(
   if (integer && !Number.isInteger(n))
     throw new CliUsageError(`${flag}: expected an integer, got "${value}"`);
   if (n < min) throw new CliUsageError(`${flag}: must be ≥ ${min}, got ${value}`);
+  if (n > max) throw new CliUsageError(`${flag}: must be ≤ ${max}, got ${value}`);
   return n;
 }

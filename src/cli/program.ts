@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/env.js';
+import { parseQueueName } from '../policy/queue-name.js';
 import { CliUsageError } from './cli-error.js';
 import { registerCommands } from './commands/index.js';
 
@@ -19,6 +20,12 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
       outputError: (str, write) => write(str.trim().replace(/\s*\n\s*/g, ' ') + '\n'),
     });
   await registerCommands(program, argv);
+  // One check of every `<queue>` argument, before any command runs or connects.
+  program.hook('preAction', (_program, command) => {
+    command.registeredArguments.forEach((argument, index) => {
+      if (argument.name() === 'queue') parseQueueName(command.processedArgs[index], '<queue>');
+    });
+  });
   return program;
 }
 

@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { parseConfig } from './validate.js';
 import type { Random } from '../util/system.js';
 import { computeDelay, strategyNames } from './backoff/index.js';
+import { limits } from './limits.js';
+
+const delayMs = z.number().nonnegative().max(limits.delayMs);
 
 /**
  * A retry policy as stored with a job: a strategy name and numbers, validated
@@ -13,19 +16,19 @@ export const retryPolicySchema = z
     /** Backoff strategy. @defaultValue `'full-jitter'` */
     strategy: z.enum(strategyNames).default('full-jitter'),
     /** First (base) delay in milliseconds. @defaultValue `1000` */
-    baseMs: z.number().nonnegative().default(1000),
+    baseMs: delayMs.default(1000),
     /** Longest delay in milliseconds; must be ≥ `baseMs`. @defaultValue `30000` */
-    capMs: z.number().nonnegative().default(30_000),
+    capMs: delayMs.default(30_000),
     /** Growth per retry of the exponential strategies. @defaultValue `2` */
-    factor: z.number().min(1).default(2),
+    factor: z.number().min(1).max(limits.factor).default(2),
     /** Normal jitter's standard deviation as a fraction of the delay. @defaultValue `0.1` */
     jitter: z.number().min(0).max(1).default(0.1),
     /** Width in milliseconds of the Google strategy's uniform term. @defaultValue `1000` */
-    randomMs: z.number().nonnegative().default(1000),
+    randomMs: delayMs.default(1000),
     /** Attempts in all, the first one included. @defaultValue `5` */
-    maxAttempts: z.int().min(1).default(5),
+    maxAttempts: z.int().min(1).max(limits.attempts).default(5),
     /** Give up once a retry would start later than this after the first failure. */
-    maxElapsedMs: z.number().nonnegative().optional(),
+    maxElapsedMs: z.number().nonnegative().max(limits.elapsedMs).optional(),
   })
   .refine((policy) => policy.capMs >= policy.baseMs, {
     error: 'capMs must be ≥ baseMs',

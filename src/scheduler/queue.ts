@@ -2,6 +2,8 @@ import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { ConfigError, formatZodError } from '../policy/validate.js';
+import { limits } from '../policy/limits.js';
+import { parseQueueName } from '../policy/queue-name.js';
 import {
   parseRetryPolicy,
   type RetryPolicy,
@@ -55,7 +57,7 @@ export class RequeueQueue<T = unknown> {
     readonly name: string,
     private readonly options: QueueOptions<T> = {},
   ) {
-    if (name.includes(':')) throw new ConfigError(`queue: name "${name}" must not contain ":"`);
+    parseQueueName(name, 'queue');
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;
@@ -78,7 +80,7 @@ export class RequeueQueue<T = unknown> {
     const entries = jobs.map(({ name, data, opts = {} }, index) => ({
       name,
       data: this.validate(data, jobs.length > 1 ? `jobs.${index}.data` : 'data'),
-      opts: this.jobOptions(opts),
+      opts: this.jobOptions(name, opts, jobs.length > 1 ? `jobs.${index}.` : ''),
     }));
     const added = await this.bull.addBulk(entries);
     return added.map((job) => ({ id: String(job.id), name: job.name }));
@@ -102,7 +104,8 @@ export class RequeueQueue<T = unknown> {
     return result.data;
   }
 
-  private jobOptions(opts: AddOptions): JobsOptions {
+  private jobOptions(name: string, opts: AddOptions, label: string): JobsOptions {
+    checkAddOptions(name, opts, label);
     const meta: JobMeta = {};
     // The queue's policy was validated once, when the queue was made.
     const policy =
@@ -125,6 +128,26 @@ export class RequeueQueue<T = unknown> {
     if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
     return jobOpts;
   }
+}
+
+/**
+ * A job's name, idempotency key and delay, checked before anything is sent:
+ * each is bounded (the key becomes the job id and part of Redis keys).
+ */
+function checkAddOptions(name: string, opts: AddOptions, label: string): void {
+  if (typeof name !== 'string' || name.length < 1 || name.length > limits.jobName)
+    throw new ConfigError(`${label}name: must be 1–${limits.jobName} characters`);
+  const key = opts.idempotencyKey;
+  if (
+    key !== undefined &&
+    (typeof key !== 'string' || key.length < 1 || key.length > limits.idempotencyKey)
+  )
+    throw new ConfigError(`${label}idempotencyKey: must be 1–${limits.idempotencyKey} characters`);
+  const delay = opts.delayMs;
+  if (delay !== undefined && (!Number.isInteger(delay) || delay < 0 || delay > limits.delayMs))
+    throw new ConfigError(
+      `${label}delayMs: must be a whole number of ms from 0 to ${limits.delayMs}`,
+    );
 }
 
 /** `requeue stats` counts. */

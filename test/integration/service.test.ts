@@ -154,7 +154,7 @@ describe('service configuration', () => {
     expect(() => parseServiceConfig({ webhooks: { concurrency: 0 } })).toThrow(
       /config\.webhooks\.concurrency/,
     );
-    expect(() => parseServiceConfig({}, { PORT: 'eighty' })).toThrow(/config\.port/);
+    expect(() => parseServiceConfig({}, { PORT: 'eighty' })).toThrow(/env\.PORT/);
     expect(() => parseServiceConfig({ webhooks: { policy: { capMs: 1, baseMs: 5 } } })).toThrow(
       /config\.webhooks\.policy\.capMs/,
     );

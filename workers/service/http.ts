@@ -1,19 +1,26 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import Fastify, { LogController, type FastifyError, type FastifyReply } from 'fastify';
+import {
+  hasZodFastifySchemaValidationErrors,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { formatZodError } from '../../src/config/env.js';
-import type { Logger } from '../../src/config/logger.js';
 import { ConfigError } from '../../src/config/env.js';
+import type { Logger } from '../../src/config/logger.js';
+import { limits } from '../../src/policy/limits.js';
 import type { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import type { RequeueQueue } from '../../src/scheduler/queue.js';
+import { redactText } from '../../src/util/redact.js';
 
 /** The body of `POST /v1/jobs/:queue`. */
 export const jobRequestSchema = z.strictObject({
-  name: z.string().min(1).default('job'),
+  name: z.string().min(1).max(limits.jobName).default('job'),
   data: z.unknown().refine((v) => v !== undefined, 'required'),
-  idempotencyKey: z.string().min(1).optional(),
+  idempotencyKey: z.string().min(1).max(limits.idempotencyKey).optional(),
   policy: z.record(z.string(), z.unknown()).optional(),
-  delayMs: z.number().int().min(0).optional(),
+  delayMs: z.number().int().min(0).max(limits.delayMs).optional(),
 });
 
 export interface IntakeOptions {
@@ -24,15 +31,43 @@ export interface IntakeOptions {
   /** Whether the service can do its job now (Redis answers, workers run). */
   ready: () => Promise<boolean>;
   metrics: RequeueMetrics;
-  /** If set, POSTs need `Authorization: Bearer <token>`. */
+  /** If set, POSTs need `Authorization: Bearer <token>` (the scheme in any case). */
   token?: string;
+  /** Largest request body; a larger one gets a 413. */
   maxBodyBytes: number;
+  /** Deepest nesting of a JSON body; a deeper one gets a 400. @defaultValue `64` */
+  maxBodyDepth?: number;
   logger: Logger;
 }
 
+/** JSON media types: `application/json`, `application/*+json`, any parameters. */
+const jsonMediaType = /^application\/(?:[\w.-]+\+)?json$/i;
+
+/**
+ * Whether JSON text nests deeper than `max`, by counting brackets outside
+ * strings: O(n), no recursion, before `JSON.parse` (and zod, and the
+ * serializer) ever see the body.
+ */
+export function jsonDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/** An error whose status and message go to the client as they are. */
 class HttpError extends Error {
   constructor(
-    readonly status: number,
+    readonly statusCode: number,
     message: string,
     readonly extra: Record<string, unknown> = {},
   ) {
@@ -40,121 +75,178 @@ class HttpError extends Error {
   }
 }
 
-/**
- * The intake API: `POST /v1/jobs/:queue`, `POST /v1/webhooks`, `GET /healthz`,
- * `GET /readyz`, `GET /metrics`. Bodies are validated with zod; a bad one
- * gets a 400 that names the field.
- */
-export function createIntakeServer(options: IntakeOptions): Server {
-  return createServer((req, res) => {
-    handle(req, res, options).catch((err: unknown) => {
-      if (err instanceof HttpError) {
-        send(res, err.status, { error: err.message, ...err.extra });
-        return;
-      }
-      options.logger.error({ err, url: req.url }, 'intake request failed');
-      send(res, 500, { error: 'internal error' });
-    });
-  });
+/** `Bearer <token>`, the scheme in any case (RFC 9110 §11.1), compared in constant time. */
+function bearerMatches(header: string | undefined, expected: Buffer): boolean {
+  const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
+  if (!match) return false;
+  const given = createHash('sha256')
+    .update(match[1] ?? '')
+    .digest();
+  return timingSafeEqual(given, expected);
 }
 
-async function handle(
-  req: IncomingMessage,
-  res: ServerResponse,
-  options: IntakeOptions,
-): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://localhost');
-  const path = url.pathname;
-  if (req.method === 'GET' && path === '/healthz') return send(res, 200, { status: 'ok' });
-  if (req.method === 'GET' && path === '/readyz') {
+/** A zod issue list, as a Fastify validation error carries it, in the API's shape. */
+function describeValidation(
+  validation: { instancePath: string; message?: string; keyword: string; params: unknown }[],
+): { error: string; issues: { path: string; message: string }[] } {
+  const issues = validation.map((v) => {
+    const path = v.instancePath.split('/').filter(Boolean).join('.');
+    const keys = (v.params as { keys?: string[] }).keys;
+    const message =
+      v.keyword === 'unrecognized_keys' && keys
+        ? `unknown key${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')}`
+        : (v.message ?? 'invalid');
+    return { path, message };
+  });
+  return {
+    error: issues
+      .map((i) => `${['body', i.path].filter(Boolean).join('.')}: ${i.message}`)
+      .join('; '),
+    issues,
+  };
+}
+
+/**
+ * The intake API on Fastify: `POST /v1/jobs/:queue`, `POST /v1/webhooks`,
+ * `GET /healthz`, `GET /readyz`, `GET /metrics`. Bodies are validated by
+ * their zod schemas (fastify-type-provider-zod); a bad one gets a 400 that
+ * names the field. A client's mistake — a malformed path, a body too large,
+ * too deep or not JSON, a wrong content type, a wrong token — gets a 4xx
+ * that says what is wrong, never a 500.
+ */
+export async function createIntakeServer(options: IntakeOptions) {
+  const maxDepth = options.maxBodyDepth ?? limits.bodyDepth;
+  const app = Fastify({
+    loggerInstance: options.logger.child({ component: 'intake' }),
+    // One line per request would cost more than the request; errors are logged below.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: options.maxBodyBytes,
+    // Queue names are up to 200 characters, percent-encoded up to three times that.
+    routerOptions: { maxParamLength: limits.queueName * 3 },
+    requestTimeout: 30_000,
+    return503OnClosing: true,
+    // The router's own refusals (a malformed percent-encoding, a path too long) in the API's shape.
+    frameworkErrors: (error, _request, reply) => {
+      const raw = reply as unknown as FastifyReply;
+      void raw
+        .code(error.statusCode && error.statusCode < 500 ? error.statusCode : 400)
+        .send({ error: `bad request: ${error.message}` });
+    },
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  app.removeContentTypeParser(['application/json']);
+  app.addContentTypeParser(jsonMediaType, { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (jsonDeeperThan(text, maxDepth)) {
+      done(new HttpError(400, `body nests deeper than ${maxDepth} levels`), undefined);
+      return;
+    }
+    try {
+      done(null, text === '' ? undefined : JSON.parse(text));
+    } catch (err) {
+      done(new HttpError(400, `body is not valid JSON: ${(err as Error).message}`), undefined);
+    }
+  });
+
+  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      return reply.code(400).send(describeValidation(error.validation));
+    }
+    if (error instanceof HttpError) {
+      return reply.code(error.statusCode).send({ error: error.message, ...error.extra });
+    }
+    if (error instanceof ConfigError) return reply.code(400).send({ error: error.message });
+    const status = error.statusCode ?? 500;
+    if (status < 500)
+      return reply.code(status).send({ error: clientMessage(error, options.maxBodyBytes) });
+    request.log.error({ err: error, url: redactText(request.url) }, 'intake request failed');
+    return reply.code(500).send({ error: 'internal error' });
+  });
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not found' }));
+
+  const expected =
+    options.token === undefined ? undefined : createHash('sha256').update(options.token).digest();
+  const authorize = async (
+    request: { headers: { authorization?: string } },
+    reply: FastifyReply,
+  ) => {
+    if (expected === undefined || bearerMatches(request.headers.authorization, expected)) return;
+    await reply
+      .code(401)
+      .header('www-authenticate', 'Bearer')
+      .send({ error: 'missing or wrong bearer token' });
+  };
+  const notAllowed = async (_request: unknown, reply: FastifyReply) =>
+    reply.code(405).header('allow', 'POST').send({ error: 'method not allowed' });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
     const ready = await options.ready().catch(() => false);
-    return send(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
-  }
-  if (req.method === 'GET' && path === '/metrics') {
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready' });
+  });
+  app.get('/metrics', async (_request, reply) => {
     const { contentType, body } = await options.metrics.render();
-    res.writeHead(200, { 'content-type': contentType });
-    res.end(body);
-    return;
-  }
-  const jobMatch = /^\/v1\/jobs\/([^/]+)$/.exec(path);
-  if (path === '/v1/webhooks' || jobMatch) {
-    if (req.method !== 'POST') throw new HttpError(405, 'method not allowed');
-    authorize(req, options.token);
-    const body = await readJson(req, options.maxBodyBytes);
-    if (jobMatch) {
-      const name = decodeURIComponent(jobMatch[1] ?? '');
+    return reply.type(contentType).send(body);
+  });
+
+  const otherMethods = ['GET', 'PUT', 'PATCH', 'DELETE'] as const;
+  app.route({ method: [...otherMethods], url: '/v1/jobs/:queue', handler: notAllowed });
+  app.route({ method: [...otherMethods], url: '/v1/webhooks', handler: notAllowed });
+
+  app.post(
+    '/v1/jobs/:queue',
+    {
+      // Before the body is read: a caller without the token never gets it parsed.
+      onRequest: authorize,
+      schema: { params: z.object({ queue: z.string() }), body: jobRequestSchema },
+    },
+    async (request, reply) => {
+      const name = request.params.queue;
       const queue = options.queues.get(name);
       if (!queue)
         throw new HttpError(404, `no queue "${name}" here`, { queues: [...options.queues.keys()] });
-      const request = validate(jobRequestSchema, body);
-      const job = await enqueue(() =>
-        queue.add(request.name, request.data, {
-          ...(request.idempotencyKey !== undefined
-            ? { idempotencyKey: request.idempotencyKey }
-            : {}),
-          ...(request.policy !== undefined ? { policy: request.policy } : {}),
-          ...(request.delayMs !== undefined ? { delayMs: request.delayMs } : {}),
-        }),
-      );
-      return send(res, 202, { queue: name, id: job.id });
-    }
-    if (!options.webhooks) throw new HttpError(404, 'webhook delivery is not enabled');
-    const delivery = validate(options.webhooks.schema, body);
-    const job = await options.webhooks.enqueue(delivery);
-    return send(res, 202, { id: job.id });
-  }
-  throw new HttpError(404, 'not found');
+      const body = request.body;
+      const job = await queue.add(body.name, body.data, {
+        ...(body.idempotencyKey !== undefined ? { idempotencyKey: body.idempotencyKey } : {}),
+        ...(body.policy !== undefined ? { policy: body.policy } : {}),
+        ...(body.delayMs !== undefined ? { delayMs: body.delayMs } : {}),
+      });
+      return reply.code(202).send({ queue: name, id: job.id });
+    },
+  );
+
+  const webhooks = options.webhooks;
+  app.post(
+    '/v1/webhooks',
+    {
+      onRequest: authorize,
+      ...(webhooks ? { schema: { body: webhooks.schema } } : {}),
+    },
+    async (request, reply) => {
+      if (!webhooks) throw new HttpError(404, 'webhook delivery is not enabled');
+      const job = await webhooks.enqueue(request.body);
+      return reply.code(202).send({ id: job.id });
+    },
+  );
+
+  return app;
 }
 
-function authorize(req: IncomingMessage, token: string | undefined): void {
-  if (token === undefined) return;
-  const given = Buffer.from(req.headers.authorization ?? '');
-  const expected = Buffer.from(`Bearer ${token}`);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw new HttpError(401, 'missing or wrong bearer token');
-  }
-}
-
-async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  const type = req.headers['content-type'] ?? '';
-  if (!/^application\/(.+\+)?json\b/i.test(type)) throw new HttpError(415, 'send application/json');
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) throw new HttpError(413, `body larger than ${maxBytes} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch (err) {
-    throw new HttpError(400, `body is not valid JSON: ${(err as Error).message}`);
+/** A framework error's message for the client: what was wrong, without Fastify's codes. */
+function clientMessage(error: FastifyError, maxBodyBytes: number): string {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return `body larger than ${maxBodyBytes} bytes`;
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return `send application/json (${error.message})`;
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'body is empty: send a JSON object';
+    default:
+      return error.message;
   }
 }
 
-function validate<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const result = schema.safeParse(body);
-  if (result.success) return result.data;
-  throw new HttpError(400, formatZodError(result.error, 'body'), {
-    issues: result.error.issues.map((i) => ({
-      path: i.path.map(String).join('.'),
-      message: i.message,
-    })),
-  });
-}
-
-/** A producer-side validation error (payload schema, policy) is the client's fault: 400. */
-async function enqueue<T>(add: () => Promise<T>): Promise<T> {
-  try {
-    return await add();
-  } catch (err) {
-    if (err instanceof ConfigError) throw new HttpError(400, err.message);
-    throw err;
-  }
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) return;
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
+/** The intake server, as {@link createIntakeServer} makes it. */
+export type IntakeServer = Awaited<ReturnType<typeof createIntakeServer>>;

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { ConfigError } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
+import { redactText } from '../../src/util/redact.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 import { loadServiceConfig } from './config.js';
 import { startService } from './service.js';
@@ -9,21 +10,14 @@ import { startService } from './service.js';
  * `npm start`: the requeue service. Configuration comes from the file named by
  * `REQUEUE_CONFIG` and the environment; SIGTERM and SIGINT drain it, and it
  * exits within `shutdownTimeoutMs` (plus a moment) whatever handlers or Redis do.
+ * A bad start (config, environment, handler module, Redis refusing the
+ * password, a host or port it cannot listen on) exits with one line naming the
+ * setting, code 2, after closing what it opened.
  */
 async function main(): Promise<number> {
-  const logger = createLogger();
-  let config;
-  let service;
-  try {
-    config = await loadServiceConfig();
-    service = await startService(config, logger);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`requeue: ${err.message}\n`);
-      return 2;
-    }
-    throw err;
-  }
+  const config = await loadServiceConfig();
+  const logger = createLogger({ level: config.logLevel, redactHeaders: config.redactHeaders });
+  const service = await startService(config, logger);
   await closeOnSignal({ timeoutMs: config.shutdownTimeoutMs, close: service.stop, logger });
   return 0;
 }
@@ -33,7 +27,13 @@ main().then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`requeue: ${(err as Error)?.stack ?? String(err)}\n`);
-    process.exitCode = 1;
+    const message =
+      err instanceof ConfigError
+        ? err.message
+        : `could not start: ${err instanceof Error ? err.message : String(err)}`;
+    process.stderr.write(`requeue: ${redactText(message.replace(/\s*\n\s*/g, ' '))}\n`);
+    process.exitCode = err instanceof ConfigError ? 2 : 1;
+    // What the start opened is closed; anything a handler module opened must not hold the exit.
+    setTimeout(() => process.exit(), 500).unref();
   },
 );

@@ -1,15 +1,16 @@
-import type { Server } from 'node:http';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
+import { ConfigError } from '../../src/config/env.js';
 import { createLogger, maskUrl, type Logger } from '../../src/config/logger.js';
 import { createRedis } from '../../src/redis/connection.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler, type RequeueWorker } from '../../src/scheduler/worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
+import { redactText } from '../../src/util/redact.js';
 import { createWebhookWorker, enqueueWebhook, webhookJobSchema } from '../webhook/index.js';
 import type { ServiceConfig } from './config.js';
 import { chooseRedis, type RedisChoice } from './embedded-redis.js';
-import { createIntakeServer } from './http.js';
+import { createIntakeServer, type IntakeServer } from './http.js';
 
 /** A running requeue service. */
 export interface RunningService {
@@ -26,7 +27,7 @@ export interface RunningService {
  */
 export async function startService(
   config: ServiceConfig,
-  logger: Logger = createLogger(),
+  logger: Logger = createLogger({ level: config.logLevel, redactHeaders: config.redactHeaders }),
 ): Promise<RunningService> {
   // Handler modules first: one that does not load stops the start before anything is opened.
   const handled = await Promise.all(
@@ -38,15 +39,91 @@ export async function startService(
       return { ...q, handler };
     }),
   );
-  const redisChoice = await chooseRedis(config.redisUrl, config.dataDir, logger);
-  // Ended before stop() has run (a shutdown deadline, a crash), the process must not leave
-  // its embedded redis-server behind: stop() sends it SIGTERM synchronously.
-  const stopEmbeddedRedis = (): void => void redisChoice.server?.stop();
-  if (redisChoice.server) process.once('exit', stopEmbeddedRedis);
+  // What is opened is closed again if the start fails, in reverse order.
+  const opened: (() => Promise<unknown> | void)[] = [];
+  const closeOpened = async (): Promise<void> => {
+    for (const close of opened.reverse()) await Promise.resolve(close()).catch(() => undefined);
+  };
+  try {
+    const redisChoice = await chooseRedis(config.redisUrl, config.dataDir, logger);
+    // Ended before stop() has run (a shutdown deadline, a crash), the process must not leave
+    // its embedded redis-server behind: stop() sends it SIGTERM synchronously.
+    const stopEmbeddedRedis = (): void => void redisChoice.server?.stop();
+    if (redisChoice.server) {
+      process.once('exit', stopEmbeddedRedis);
+      opened.push(async () => {
+        await redisChoice.server?.stop();
+        process.off('exit', stopEmbeddedRedis);
+      });
+    }
+    await checkRedis(redisChoice.url, config.redisUrl !== undefined ? 'config.redisUrl' : 'redis');
+    const running = await startOn(config, logger, handled, redisChoice, opened);
+    const stop = running.stop;
+    return {
+      ...running,
+      stop: async () => {
+        await stop();
+        await redisChoice.server?.stop();
+        process.off('exit', stopEmbeddedRedis);
+        logger.info('requeue service stopped');
+      },
+    };
+  } catch (err) {
+    await closeOpened();
+    throw err;
+  }
+}
+
+/**
+ * Connects once, with a short deadline and no retries, before any worker
+ * starts: a refused password or an unreachable Redis stops the start with one
+ * line naming the setting (and never the password), instead of a worker
+ * logging the refusal for ever.
+ */
+export async function checkRedis(url: string, label: string, timeoutMs = 5_000): Promise<void> {
+  const probe = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
+  let lastError: Error | undefined;
+  probe.on('error', (err: Error) => {
+    lastError = err;
+  });
+  try {
+    await probe.connect();
+    await probe.ping();
+  } catch (err) {
+    const cause = lastError ?? (err as Error);
+    const reason = /WRONGPASS|NOAUTH|invalid password|AUTH/i.test(cause.message)
+      ? `Redis refused the credentials (${cause.message.split(' ')[0]})`
+      : `cannot reach Redis at ${maskUrl(url)} (${redactText(cause.message)})`;
+    throw new ConfigError(`${label}: ${reason}`);
+  } finally {
+    probe.disconnect();
+  }
+}
+
+async function startOn(
+  config: ServiceConfig,
+  logger: Logger,
+  handled: (Omit<ServiceConfig['queues'][number], 'handler'> & {
+    handler: Handler<unknown, unknown>;
+  })[],
+  redisChoice: RedisChoice,
+  opened: (() => Promise<unknown> | void)[],
+): Promise<RunningService> {
   const connection: Redis = createRedis(redisChoice.url);
+  opened.push(() => connection.disconnect());
   const metrics = new RequeueMetrics();
   const queues = new Map<string, RequeueQueue>();
   const workers: RequeueWorker<unknown, unknown>[] = [];
+  opened.push(async () => {
+    await Promise.all(workers.map((w) => w.close({ timeoutMs: 1_000 })));
+    await Promise.all([...queues.values()].map((q) => q.close()));
+  });
 
   for (const q of handled) {
     const worker = createWorker(q.name, q.handler, {
@@ -90,7 +167,7 @@ export async function startService(
   for (const worker of workers) metrics.watch(worker);
   await Promise.all(workers.map((w) => w.waitUntilReady()));
 
-  const server: Server = createIntakeServer({
+  const server: IntakeServer = await createIntakeServer({
     queues,
     ...(webhooks ? { webhooks } : {}),
     ready: async () =>
@@ -100,13 +177,17 @@ export async function startService(
     maxBodyBytes: config.intake.maxBodyBytes,
     logger,
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const address = server.address();
+  opened.push(() => server.close());
+  try {
+    await server.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    const field = code === 'EADDRINUSE' || code === 'EACCES' ? 'config.port' : 'config.host';
+    throw new ConfigError(`${field}: cannot listen on ${config.host}:${config.port} (${code})`);
+  }
+  const address = server.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host}:${port}`;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info(
     {
       url,
@@ -121,13 +202,10 @@ export async function startService(
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
       await Promise.all(workers.map((w) => w.close({ timeoutMs: config.shutdownTimeoutMs })));
       await Promise.all([...queues.values()].map((q) => q.close()));
       connection.disconnect();
-      await redisChoice.server?.stop();
-      process.off('exit', stopEmbeddedRedis);
-      logger.info('requeue service stopped');
     })());
   return { url, redis: redisChoice, workers, stop };
 }

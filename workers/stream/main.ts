@@ -9,18 +9,20 @@
  * The handler module may also export a zod `schema` for the fields.
  */
 import { z } from 'zod';
-import { ConfigError, envSchema, parseConfig } from '../../src/config/env.js';
+import { ConfigError, envSchema, envValue, parseConfig, presentEnv } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
 import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
+import { limits } from '../../src/policy/limits.js';
+import { checkQueueSet } from '../../src/policy/queue-name.js';
+import { redactText } from '../../src/util/redact.js';
 import { createRedis } from '../../src/redis/connection.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 import { systemClock } from '../../src/util/system.js';
 import { createStreamConsumer } from './consumer.js';
 import type { StreamHandler } from './message.js';
+import { defaultRetryQueueName } from './retry-job.js';
 import { createStreamRetryWorker } from './retry-worker.js';
-
-const positiveInt = z.coerce.number().int().positive();
 
 /** The environment this process reads. */
 export const streamEnvSchema = envSchema.extend({
@@ -36,13 +38,13 @@ export const streamEnvSchema = envSchema.extend({
   POLICY: z.string().optional(),
   /** @defaultValue `'$'` */
   START_ID: z.string().min(1).optional(),
-  BATCH_SIZE: positiveInt.optional(),
-  CONCURRENCY: positiveInt.optional(),
-  RETRY_CONCURRENCY: positiveInt.optional(),
-  CLAIM_IDLE_MS: positiveInt.optional(),
-  BLOCK_MS: positiveInt.optional(),
+  BATCH_SIZE: envValue.integer(1, 10_000).optional(),
+  CONCURRENCY: envValue.integer(1, limits.concurrency).optional(),
+  RETRY_CONCURRENCY: envValue.integer(1, limits.concurrency).optional(),
+  CLAIM_IDLE_MS: envValue.integer(1, limits.timeoutMs).optional(),
+  BLOCK_MS: envValue.integer(1, limits.timeoutMs).optional(),
   /** On SIGTERM, wait this long for running handlers. @defaultValue `30000` */
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().nonnegative().default(30_000),
+  SHUTDOWN_TIMEOUT_MS: envValue.integer(0, limits.timeoutMs).default(30_000),
 });
 
 function parsePolicy(json: string | undefined) {
@@ -57,9 +59,18 @@ function parsePolicy(json: string | undefined) {
 }
 
 async function main(): Promise<void> {
-  const env = parseConfig(streamEnvSchema, process.env, 'env');
-  const logger = createLogger({ level: env.LOG_LEVEL, name: 'requeue-stream' });
+  const env = parseConfig(streamEnvSchema, presentEnv(process.env), 'env');
   const policy = parsePolicy(env.POLICY);
+  // The retry queue is a requeue queue: its name (given, or made from the stream's) must be one.
+  checkQueueSet([
+    {
+      label: env.RETRY_QUEUE
+        ? 'env.RETRY_QUEUE'
+        : 'env.RETRY_QUEUE (default <stream>.<group>.retry)',
+      name: env.RETRY_QUEUE ?? defaultRetryQueueName(env.STREAM, env.GROUP),
+    },
+  ]);
+  const logger = createLogger({ level: env.LOG_LEVEL, name: 'requeue-stream' });
   const { handler, exports } = await loadHandlerModule<StreamHandler<unknown>>(
     env.HANDLER,
     'env.HANDLER',
@@ -124,9 +135,13 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  const message = err instanceof ConfigError ? err.message : String((err as Error)?.stack ?? err);
-  process.stderr.write(`requeue-stream: ${message}\n`);
-  process.exitCode = 1;
+  // One line naming the setting; never a stack trace or a credential.
+  const message =
+    err instanceof ConfigError
+      ? err.message
+      : `could not start: ${err instanceof Error ? err.message : String(err)}`;
+  process.stderr.write(`requeue-stream: ${redactText(message.replace(/\s*\n\s*/g, ' '))}\n`);
+  process.exitCode = err instanceof ConfigError ? 2 : 1;
   // Open connections must not keep a failed start alive.
   setTimeout(() => process.exit(1), 1000).unref();
 });

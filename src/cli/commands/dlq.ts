@@ -10,6 +10,7 @@ import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { ProgressBar } from '../progress.js';
 import { printTable, truncate } from '../table.js';
 import { redactText, redactValue } from '../../util/redact.js';
+import { limits } from '../../policy/limits.js';
 import { redactOptionsFromEnv } from '../../config/env.js';
 
 interface FilterFlags {
@@ -36,8 +37,16 @@ export function registerDlq(program: Command): void {
         .option('--json', 'print an array of dead jobs as JSON'),
     ),
   ).action(async (queue: string, opts) => {
-    const limit = parseNumberFlag('--limit', opts.limit, { integer: true, min: 1 });
-    const offset = parseNumberFlag('--offset', opts.offset, { integer: true, min: 0 });
+    const limit = parseNumberFlag('--limit', opts.limit, {
+      integer: true,
+      min: 1,
+      max: limits.listLimit,
+    });
+    const offset = parseNumberFlag('--offset', opts.offset, {
+      integer: true,
+      min: 0,
+      max: limits.retentionCount,
+    });
     await withDlq(queue, opts, async (dead) => {
       const records = await dead.list(toFilter(opts), { limit, offset });
       if (opts.json) {
@@ -131,7 +140,9 @@ export function registerDlq(program: Command): void {
     .action(async (queue: string, opts) => {
       const filter = toBulkFilter(opts);
       const ratePerSec =
-        opts.rate === undefined ? undefined : parseNumberFlag('--rate', opts.rate, { min: 0.001 });
+        opts.rate === undefined
+          ? undefined
+          : parseNumberFlag('--rate', opts.rate, { min: 0.001, max: 1_000_000 });
       await runBulk(queue, opts, 'replayed', (dead, onProgress, signal) =>
         dead.replay(filter, {
           onProgress,
@@ -156,8 +167,12 @@ export function registerDlq(program: Command): void {
       .option('--max-age-days <days>', 'drop dead jobs older than this', '180')
       .option('--max-count <n>', 'keep at most this many', '10000'),
   ).action(async (queue: string, opts) => {
-    const days = parseNumberFlag('--max-age-days', opts.maxAgeDays, { min: 0.0001 });
-    const maxCount = parseNumberFlag('--max-count', opts.maxCount, { integer: true, min: 1 });
+    const days = parseNumberFlag('--max-age-days', opts.maxAgeDays, { min: 0.0001, max: 3650 });
+    const maxCount = parseNumberFlag('--max-count', opts.maxCount, {
+      integer: true,
+      min: 1,
+      max: limits.retentionCount,
+    });
     await withCliRedis(opts, async (redis) => {
       const dead = new DeadLetterQueue(queue, {
         connection: redis,

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { createQueue } from '../../scheduler/queue.js';
 import { parseJsonFlag, parseNumberFlag } from '../cli-error.js';
+import { limits } from '../../policy/limits.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import type { RetryPolicyInput } from '../../policy/retry-policy.js';
 
@@ -30,7 +31,13 @@ export function registerEnqueue(program: Command): void {
           ...(opts.id !== undefined ? { idempotencyKey: opts.id } : {}),
           ...(policy !== undefined ? { policy } : {}),
           ...(opts.delayMs !== undefined
-            ? { delayMs: parseNumberFlag('--delay-ms', opts.delayMs, { integer: true, min: 0 }) }
+            ? {
+                delayMs: parseNumberFlag('--delay-ms', opts.delayMs, {
+                  integer: true,
+                  min: 0,
+                  max: limits.delayMs,
+                }),
+              }
             : {}),
         });
         if (opts.json) process.stdout.write(JSON.stringify({ queue: queueName, ...job }) + '\n');

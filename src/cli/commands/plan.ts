@@ -8,6 +8,7 @@ import {
   type RetryPolicy,
 } from '../../policy/retry-policy.js';
 import { seededRandom } from '../../util/random.js';
+import { limits } from '../../policy/limits.js';
 import { CliUsageError, parseNumberFlag } from '../cli-error.js';
 import { formatTable } from '../table.js';
 
@@ -84,6 +85,11 @@ export function registerPlan(program: Command): void {
       const samples = parseNumberFlag('--samples', flags.samples, { integer: true, min: 1 });
       if (samples > maxSamples)
         throw new CliUsageError(`--samples: must be ≤ ${maxSamples}, got ${flags.samples}`);
+      const delays = samples * (policy.maxAttempts - 1);
+      if (delays > limits.planDelays)
+        throw new CliUsageError(
+          `--samples × retries: at most ${limits.planDelays} delays, got ${samples} × ${policy.maxAttempts - 1}; lower --samples or --max-attempts`,
+        );
       const seed = parseNumberFlag('--seed', flags.seed, { integer: true });
       const plan = simulatePlan(policy, { samples, random: seededRandom(seed) });
       process.stdout.write(flags.json ? formatJson(plan) : formatPlan(plan, samples, seed));

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { createLogger } from '../../config/logger.js';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
+import { limits } from '../../policy/limits.js';
 import { parseRetryPolicy } from '../../policy/retry-policy.js';
 import { createWorker, type Handler } from '../../scheduler/worker.js';
 import { loadHandlerModule } from '../../util/load-module.js';
@@ -41,21 +42,29 @@ export function registerWorker(program: Command): void {
     const concurrency = parseNumberFlag('--concurrency', opts.concurrency, {
       integer: true,
       min: 1,
+      max: limits.concurrency,
     });
     const shutdownTimeoutMs = parseNumberFlag('--shutdown-timeout-ms', opts.shutdownTimeoutMs, {
       min: 0,
+      max: limits.timeoutMs,
     });
     const lockDurationMs = parseNumberFlag('--lock-duration-ms', opts.lockDurationMs, {
       integer: true,
       min: 100,
+      max: limits.timeoutMs,
     });
     const policy =
       opts.policy === undefined
         ? undefined
         : parseRetryPolicy(parseJsonFlag('--policy', opts.policy), '--policy');
     const breaker =
-      opts.breaker === undefined ? undefined : parseJsonFlag('--breaker', opts.breaker);
-    const budget = opts.budget === undefined ? undefined : parseJsonFlag('--budget', opts.budget);
+      opts.breaker === undefined
+        ? undefined
+        : parseBreakerOptions(parseJsonFlag('--breaker', opts.breaker), '--breaker');
+    const budget =
+      opts.budget === undefined
+        ? undefined
+        : parseBudgetOptions(parseJsonFlag('--budget', opts.budget), '--budget');
     const { handler } = await loadHandlerModule<Handler<unknown, unknown>>(
       opts.handler,
       '--handler',
@@ -68,8 +77,8 @@ export function registerWorker(program: Command): void {
       stalledIntervalMs: Math.max(100, Math.round(lockDurationMs / 2)),
       logger,
       ...(policy !== undefined ? { policy } : {}),
-      ...(breaker !== undefined ? { breaker: parseBreakerOptions(breaker, '--breaker') } : {}),
-      ...(budget !== undefined ? { budget: parseBudgetOptions(budget, '--budget') } : {}),
+      ...(breaker !== undefined ? { breaker } : {}),
+      ...(budget !== undefined ? { budget } : {}),
     });
     await worker.waitUntilReady();
     logger.info({ queue, concurrency, policy: worker.policy }, 'worker started');

@@ -1,5 +1,8 @@
 import { z } from 'zod';
+import { limits } from '../limits.js';
 import { parseConfig } from '../validate.js';
+
+const tokens = z.number().int().max(limits.budgetTokens);
 
 /** What happens to a retry when the budget is empty: it is never dropped. */
 const onEmpty = z.enum(['delay-to-cap', 'dead-letter']).default('delay-to-cap');
@@ -11,13 +14,13 @@ const onEmpty = z.enum(['delay-to-cap', 'dead-letter']).default('delay-to-cap');
 export const tokenBucketSchema = z.strictObject({
   kind: z.literal('token-bucket'),
   /** Tokens when full. @defaultValue `500` */
-  capacity: z.number().int().positive().default(500),
+  capacity: tokens.positive().default(500),
   /** Tokens a retry costs. @defaultValue `5` */
-  retryCost: z.number().int().min(0).default(5),
+  retryCost: tokens.min(0).default(5),
   /** Tokens a retry caused by a timeout costs. @defaultValue `10` */
-  timeoutCost: z.number().int().min(0).default(10),
+  timeoutCost: tokens.min(0).default(10),
   /** Tokens a first-attempt success gives back. @defaultValue `1` */
-  successRefund: z.number().int().min(0).default(1),
+  successRefund: tokens.min(0).default(1),
   /** @defaultValue `delay-to-cap` */
   onEmpty,
 });
@@ -31,9 +34,9 @@ export const ratioBudgetSchema = z.strictObject({
   /** Retries allowed per request. @defaultValue `0.1` */
   ratio: z.number().gt(0).max(1).default(0.1),
   /** The window's length. @defaultValue `10_000` */
-  windowMs: z.number().int().positive().default(10_000),
+  windowMs: z.number().int().positive().max(limits.windowMs).default(10_000),
   /** Retries always allowed per window, so a quiet queue can still retry. @defaultValue `10` */
-  minRetries: z.number().int().min(0).default(10),
+  minRetries: tokens.min(0).default(10),
   /** @defaultValue `delay-to-cap` */
   onEmpty,
 });

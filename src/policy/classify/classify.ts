@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { limits } from '../limits.js';
 import { parseConfig } from '../validate.js';
 import { isPermanentError } from '../../errors/permanent-error.js';
 import { isRetryableError } from '../../errors/retryable-error.js';
@@ -66,7 +67,7 @@ export const classifyOptionsSchema = z
      * Longest `Retry-After` honoured, in ms: a server (or a bug) asking for
      * a day must not park a job for a day. @defaultValue `300_000` (5 minutes)
      */
-    maxRetryAfterMs: z.number().int().nonnegative().default(300_000),
+    maxRetryAfterMs: z.number().int().nonnegative().max(limits.delayMs).default(300_000),
     /** See {@link RetryPredicate}. Not serialisable, so set it in code, not in stored config. */
     predicate: z
       .custom<RetryPredicate>((value) => typeof value === 'function', 'must be a function')
