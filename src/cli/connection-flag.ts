@@ -2,18 +2,33 @@ import type { Command } from 'commander';
 import { Redis } from 'ioredis';
 import { readEnv } from '../config/env.js';
 import { defaultRedisUrl } from '../redis/connection.js';
+import { defaultDataDir, embeddedRedisUrl } from '../redis/embedded-record.js';
 
-/** Adds `--redis <url>` to a command. */
+/** Adds `--redis <url>` and `--data-dir <dir>` to a command. */
 export function withRedisOption(command: Command): Command {
-  return command.option(
-    '--redis <url>',
-    'Redis URL (default: REDIS_URL, else redis://127.0.0.1:6379)',
-  );
+  return command
+    .option(
+      '--redis <url>',
+      "Redis URL (default: REDIS_URL, else the data directory's embedded Redis while it runs, else redis://127.0.0.1:6379)",
+    )
+    .option(
+      '--data-dir <dir>',
+      `the service's data directory, where its embedded Redis is found (default: REQUEUE_DATA_DIR, else ${defaultDataDir})`,
+    );
 }
 
-/** The Redis URL for a command: `--redis`, else `REDIS_URL`, else the local default. */
-export function redisUrlFrom(options: { redis?: string }): string {
-  return options.redis ?? readEnv().REDIS_URL ?? defaultRedisUrl;
+/**
+ * The Redis URL for a command: `--redis`, else `REDIS_URL`, else the
+ * embedded Redis of the data directory (`--data-dir`, `REQUEUE_DATA_DIR`,
+ * `./.requeue`) while its server runs, else the local default.
+ */
+export function redisUrlFrom(options: { redis?: string; dataDir?: string }): string {
+  return (
+    options.redis ??
+    readEnv().REDIS_URL ??
+    embeddedRedisUrl(options.dataDir ?? process.env.REQUEUE_DATA_DIR ?? defaultDataDir) ??
+    defaultRedisUrl
+  );
 }
 
 let lastConnectionError: Error | undefined;
@@ -22,7 +37,7 @@ let lastConnectionError: Error | undefined;
  * A connection for a one-shot command: a few quick reconnection attempts,
  * then the command fails with one line instead of retrying forever.
  */
-export function cliRedis(options: { redis?: string }): Redis {
+export function cliRedis(options: { redis?: string; dataDir?: string }): Redis {
   const redis = new Redis(redisUrlFrom(options), {
     maxRetriesPerRequest: 1,
     connectTimeout: 3_000,
@@ -37,7 +52,7 @@ export function cliRedis(options: { redis?: string }): Redis {
 
 /** Runs `fn` with a {@link cliRedis} connection and closes it after. */
 export async function withCliRedis<T>(
-  options: { redis?: string },
+  options: { redis?: string; dataDir?: string },
   fn: (redis: Redis) => Promise<T>,
 ): Promise<T> {
   const redis = cliRedis(options);

@@ -9,6 +9,8 @@ export interface RedisServerHandle {
   readonly url: string;
   readonly port: number;
   readonly dir: string;
+  /** The running server's pid (`undefined` once it exited). */
+  readonly pid: number | undefined;
   /** Stops the server (SIGTERM) and waits for it to exit. */
   stop(): Promise<void>;
   /** Kills the server (SIGKILL) without letting it save: a crash. */
@@ -30,6 +32,14 @@ export interface RedisServerOptions {
   binary?: string;
   /** How long to wait for the server to answer. @defaultValue `10_000` */
   startTimeoutMs?: number;
+  /**
+   * Redis's background task frequency. 100 rather than Redis's 10: a
+   * blocking command's timeout, which is how BullMQ wakes up for a delayed
+   * job (a retry), only fires on one of these ticks, so at `hz 10` a retry
+   * starts up to 100 ms late (see the README's "Retry timing").
+   * @defaultValue `100`
+   */
+  hz?: number;
   /** More `redis-server` arguments, e.g. `['--requirepass', secret]`. @defaultValue `[]` */
   args?: string[];
 }
@@ -105,6 +115,8 @@ export async function startRedisServer(
       'no',
       '--protected-mode',
       'yes',
+      '--hz',
+      String(options.hz ?? 100),
       ...(options.args ?? []),
     ];
     const proc = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -148,6 +160,9 @@ export async function startRedisServer(
     url: `redis://127.0.0.1:${port}`,
     port,
     dir,
+    get pid() {
+      return child?.exitCode === null && child.signalCode === null ? child.pid : undefined;
+    },
     stop: () => waitExit('SIGTERM'),
     kill: () => waitExit('SIGKILL'),
     restart: async () => {
@@ -156,6 +171,55 @@ export async function startRedisServer(
     },
     signal: (signal) => {
       child?.kill(signal);
+    },
+  };
+}
+
+/** True when a process with this pid exists (one we may not signal counts too). */
+export function isAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes over a `redis-server` this process did not start (one left behind by
+ * a killed process): stopping it signals its pid and waits until it is gone.
+ * The signal is sent synchronously, so `stop()` works in an `exit` handler.
+ */
+export function adoptRedisServer(server: {
+  pid: number;
+  port: number;
+  dir: string;
+}): RedisServerHandle {
+  const { pid, port, dir } = server;
+  const end = async (signal: NodeJS.Signals): Promise<void> => {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      return;
+    }
+    const deadline = performance.now() + 10_000;
+    while (isAlive(pid) && performance.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    dir,
+    get pid() {
+      return isAlive(pid) ? pid : undefined;
+    },
+    stop: () => end('SIGTERM'),
+    kill: () => end('SIGKILL'),
+    restart: () => Promise.reject(new Error('an adopted redis-server cannot be restarted')),
+    signal: (signal) => {
+      process.kill(pid, signal);
     },
   };
 }
