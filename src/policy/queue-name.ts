@@ -45,7 +45,7 @@ export function queueNameProblem(name: unknown): string | undefined {
 export function parseQueueName(name: unknown, label = 'queue'): string {
   const problem = queueNameProblem(name);
   if (problem !== undefined) {
-    const shown = typeof name === 'string' ? ` "${name.slice(0, 60)}"` : '';
+    const shown = typeof name === 'string' ? ` ${JSON.stringify(name.slice(0, 60))}` : '';
     throw new ConfigError(`${label}:${shown} ${problem}`);
   }
   return name as string;

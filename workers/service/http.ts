@@ -41,7 +41,7 @@ export interface IntakeOptions {
 }
 
 /** JSON media types: `application/json`, `application/*+json`, any parameters. */
-const jsonMediaType = /^application\/(?:[\w.-]+\+)?json$/i;
+const jsonMediaType = /^application\/(?:[\w.-]+\+)?json\s*(?:;.*)?$/i;
 
 /**
  * Whether JSON text nests deeper than `max`, by counting brackets outside
@@ -136,7 +136,8 @@ export async function createIntakeServer(options: IntakeOptions) {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
-  app.removeContentTypeParser(['application/json']);
+  // JSON only: Fastify's own text/plain parser would hand a string to the body schemas.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser(jsonMediaType, { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
     if (jsonDeeperThan(text, maxDepth)) {
