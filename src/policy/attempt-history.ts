@@ -48,13 +48,23 @@ export function recordStalls(
   return { state: { ...state, history: [...state.history, ...stalls] }, stalls: stalls.length };
 }
 
+/** What holds a job back without running it: its circuit, its key's pause, its key's bulkhead. */
+export type DeferralReason = 'breaker' | 'pause' | 'bulkhead';
+
 /**
  * A breaker deferral: consecutive deferrals share one record (with a count),
  * so an outage does not bloat the history.
  */
 export function recordDeferral(
   state: JobState,
-  input: { attempt: number; key: string; retryAt: number; now: number },
+  input: {
+    attempt: number;
+    key: string;
+    retryAt: number;
+    now: number;
+    /** What held the job back. */
+    reason: DeferralReason;
+  },
 ): JobState {
   const delayMs = Math.max(0, input.retryAt - input.now);
   const last = state.history.at(-1);
@@ -64,7 +74,11 @@ export function recordDeferral(
       ...last,
       retryAt: input.retryAt,
       delayMs,
-      details: { ...last.details, count: Number(last.details?.count ?? 1) + 1 },
+      details: {
+        ...last.details,
+        reason: input.reason,
+        count: Number(last.details?.count ?? 1) + 1,
+      },
     };
     return { ...state, deferrals, history: [...state.history.slice(0, -1), merged] };
   }
@@ -76,7 +90,7 @@ export function recordDeferral(
     decision: 'deferred',
     delayMs,
     retryAt: input.retryAt,
-    details: { breakerKey: input.key, count: 1 },
+    details: { breakerKey: input.key, reason: input.reason, count: 1 },
   };
   return { ...state, deferrals, history: [...state.history, record] };
 }
@@ -121,6 +135,28 @@ export function recordFailure(
     ...(decision.action === 'retry' ? { previousDelayMs: decision.delayMs } : {}),
   };
   return { state: next, record };
+}
+
+/** A successful attempt, kept in the history with what the handler annotated. */
+export function recordSuccess(
+  state: JobState,
+  done: {
+    attempt: number;
+    startedAt: number;
+    finishedAt: number;
+    details?: Record<string, unknown>;
+  },
+): JobState {
+  const record: AttemptRecord = {
+    attempt: done.attempt,
+    replay: state.life,
+    startedAt: done.startedAt,
+    finishedAt: done.finishedAt,
+    outcome: 'succeeded',
+    decision: 'completed',
+    ...(done.details ? { details: done.details } : {}),
+  };
+  return { ...state, history: [...state.history, record] };
 }
 
 /** How a job left the queue for the DLQ. */

@@ -1,4 +1,4 @@
-import type { Death } from './attempt-history.js';
+import type { Death, DeferralReason } from './attempt-history.js';
 import type { AttemptRecord, JobState } from './job-state.js';
 
 /**
@@ -23,7 +23,7 @@ export type AttemptOutcome =
       record: AttemptRecord;
     }
   | { kind: 'dead'; death: Death; state: JobState }
-  | { kind: 'deferred'; retryAt: number; key: string; state: JobState };
+  | { kind: 'deferred'; retryAt: number; key: string; reason: DeferralReason; state: JobState };
 
 /**
  * A handler's return value as BullMQ can store it (JSON): a value that

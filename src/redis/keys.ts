@@ -43,6 +43,10 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
      * retries, and its geometry `g`. @see src/policy/window.ts
      */
     budgetWindow: `${base}:budget-window`,
+    /** Hash: keys paused until a time (a 429's `Retry-After`), key → ms since epoch. */
+    pausedKeys: `${base}:paused`,
+    /** Pub/sub channel for pauses. */
+    pauseChannel: `${base}:pause-events`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */

@@ -9,6 +9,12 @@ import type { TypedEmitter, WorkerEvents } from './events.js';
 import type { FetchPause } from './fetch-pause.js';
 import type { JobMoves } from './job-moves.js';
 
+/**
+ * What the processor throws once requeue has moved the job itself: BullMQ
+ * only checks its type. One instance, so no stack is captured per job.
+ */
+const movedByRequeue = new DelayedError('moved by requeue');
+
 /** What {@link applyOutcome} needs from its worker. */
 export interface ApplyContext {
   readonly queue: string;
@@ -73,7 +79,7 @@ export async function applyOutcome(
       }
       case 'deferred': {
         const now = ctx.clock.now();
-        if (attempt.key === ctx.queueBreakerKey) {
+        if (attempt.key === ctx.queueBreakerKey && attempt.reason === 'breaker') {
           // An isolated circuit stays shut until closed by hand: no timer may resume fetching.
           const isolated = ctx.gate.stateOf(attempt.key)?.isolated;
           ctx.fetch.pause(isolated ? Number.POSITIVE_INFINITY : attempt.retryAt);
@@ -84,6 +90,7 @@ export async function applyOutcome(
           jobId,
           untilMs: attempt.retryAt,
           key: attempt.key,
+          reason: attempt.reason,
         });
         break;
       }
@@ -99,7 +106,7 @@ export async function applyOutcome(
   } catch (err) {
     log().warn({ err, outcome: attempt.kind }, 'could not move the job; leaving it');
   }
-  throw new DelayedError();
+  throw movedByRequeue;
 }
 
 function announceBudget(ctx: ApplyContext, jobId: string, attempt: Attempt): void {

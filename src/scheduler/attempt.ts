@@ -8,7 +8,9 @@ import {
   recordDeferral,
   recordFailure,
   recordStalls,
+  recordSuccess,
   type Death,
+  type DeferralReason,
 } from '../policy/attempt-history.js';
 import type { BudgetOptions } from '../policy/budget/budget-options.js';
 import { successRefund } from '../policy/budget/budget-options.js';
@@ -20,11 +22,14 @@ import {
   stateForLife,
   type AttemptRecord,
   type JobMeta,
+  type JobState,
 } from '../policy/job-state.js';
+import { consecutiveDeferrals, deferredUntil } from '../policy/deferral.js';
 import { storableDetails, storableResult, type AttemptOutcome } from '../policy/outcome.js';
 import type { RetryPolicy } from '../policy/retry-policy.js';
 import type { Clock, Random } from '../util/system.js';
 import type { BreakerGate } from './breaker-gate.js';
+import type { KeyGate } from './key-gate.js';
 import type { StoredState } from './job-moves.js';
 
 /** What a handler receives: the job's data, its idempotency key and its attempt number. */
@@ -46,6 +51,13 @@ export interface RequeueJob<T = unknown> {
   readonly signal: AbortSignal;
   /** Adds fields to this attempt's history record (status, latency, a body snippet). */
   annotate(details: Record<string, unknown>): void;
+  /**
+   * Holds back every job of this job's key (its `breakerKey`) on every
+   * worker until `untilMs` — what a rate-limited API asks for. Does nothing
+   * for a job without a key. A 429, or a 503 with `Retry-After`, pauses the
+   * key by itself.
+   */
+  pauseKey(untilMs: number): void;
   /** The underlying BullMQ job, for what requeue does not wrap. */
   readonly bullJob: Job;
 }
@@ -60,12 +72,22 @@ export interface AttemptContext<T> {
   readonly classify: ClassifyOptions;
   readonly policyOf: (meta: JobMeta) => RetryPolicy;
   readonly gate: BreakerGate;
-  /** The breaker key of a job, or none (no breaker, or `breakerKey` chose none). */
-  readonly breakerKeyOf: (job: RequeueJob<T>) => string | undefined;
+  readonly keys: KeyGate;
+  /** A job's own key (`breakerKey`), or none: bulkheads and pauses apply per key. */
+  readonly keyOf: (job: RequeueJob<T>) => string | undefined;
+  /** The breaker key of a job, given its own key, or none (no breaker). */
+  readonly breakerKeyOf: (key: string | undefined) => string | undefined;
+  /** How many jobs of one key may run at once in this process. */
+  readonly keyConcurrency: (job: RequeueJob<T>) => number;
   readonly budget: BudgetOptions | undefined;
   readonly maxDeferrals: number;
   readonly attemptTimeoutMs: number | undefined;
-  readonly closing: AbortSignal;
+  /**
+   * Registers an attempt's controller so that closing the worker aborts it;
+   * returns the function that forgets it. (One set in the worker rather than
+   * a listener per attempt on a shared signal.)
+   */
+  readonly track: (controller: AbortController) => () => void;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -129,10 +151,9 @@ export async function runAttempt<T>(
   }
 
   const controller = new AbortController();
-  const onClosing = (): void => controller.abort(ctx.closing.reason);
-  if (ctx.closing.aborted) onClosing();
-  else ctx.closing.addEventListener('abort', onClosing, { once: true });
+  const onClosing = ctx.track(controller);
   let details: Record<string, unknown> | undefined;
+  let pauseUntil: number | undefined;
   const handle: RequeueJob<T> = Object.freeze({
     id: String(job.id),
     name: job.name,
@@ -151,45 +172,105 @@ export async function runAttempt<T>(
         details = { ...details, annotateError: 'annotate() needs an object' };
       }
     },
+    pauseKey: (untilMs: number) => {
+      if (Number.isFinite(untilMs)) pauseUntil = Math.max(pauseUntil ?? 0, untilMs);
+    },
     bullJob: job,
   });
 
-  const breakerKey = ctx.breakerKeyOf(handle);
+  /** Puts the job back without running it: no attempt used, bounded by `maxDeferrals`. */
+  const defer = (key: string, retryAt: number, reason: DeferralReason): Attempt => {
+    const why = { breaker: 'the circuit of', pause: 'pause', bulkhead: 'the bulkhead of' }[reason];
+    onClosing();
+    if (state.deferrals + 1 > ctx.maxDeferrals) {
+      const message = `${why} ${key} held the job back through ${ctx.maxDeferrals} deferrals`;
+      return {
+        ...base,
+        kind: 'dead',
+        death: dying('max-deferrals', message, attempt - 1, now),
+        state,
+      };
+    }
+    const deferred = recordDeferral(state, { attempt, key, retryAt, now, reason });
+    return { ...base, kind: 'deferred', retryAt, key, reason, state: deferred };
+  };
+
+  const key = ctx.keyOf(handle);
+  if (key !== undefined) {
+    const paused = ctx.keys.pausedUntil(key);
+    if (paused !== undefined)
+      return defer(
+        key,
+        deferredUntil({ reason: 'pause', notBefore: paused, random: ctx.random }),
+        'pause',
+      );
+    if (!ctx.keys.enter(key, ctx.keyConcurrency(handle))) {
+      const consecutive = consecutiveDeferrals(state);
+      const retryAt = deferredUntil({ reason: 'bulkhead', now, consecutive, random: ctx.random });
+      return defer(key, retryAt, 'bulkhead');
+    }
+  }
+  try {
+    return await admitAndRun(ctx, {
+      base,
+      state,
+      stalls: stalls.stalls,
+      policy,
+      key,
+      handle,
+      controller,
+      onClosing,
+      defer,
+      details: () => details,
+      pauseUntil: () => pauseUntil,
+    });
+  } finally {
+    if (key !== undefined) ctx.keys.leave(key);
+  }
+}
+
+/** One attempt past its key's pause and bulkhead: what {@link admitAndRun} works on. */
+interface Admitted<T> {
+  base: { attempt: number; meta: JobMeta; life: number };
+  state: JobState;
+  stalls: number;
+  policy: RetryPolicy;
+  key: string | undefined;
+  handle: RequeueJob<T>;
+  controller: AbortController;
+  onClosing: () => void;
+  defer: (key: string, retryAt: number, reason: DeferralReason) => Attempt;
+  details: () => Record<string, unknown> | undefined;
+  pauseUntil: () => number | undefined;
+}
+
+/** The breaker's say, then the handler, then the decision. */
+async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<Attempt> {
+  const { base, policy, key, handle } = a;
+  const { attempt } = base;
+  const job = handle.bullJob;
+  let state = a.state;
+  const breakerKey = ctx.breakerKeyOf(key);
   let probeId: string | undefined;
   if (breakerKey !== undefined) {
     const checked = ctx.gate.check(breakerKey, () => `${job.id}:${job.attemptsStarted}`);
     const admission = checked instanceof Promise ? await checked : checked;
     if (admission.kind === 'reject') {
-      ctx.closing.removeEventListener('abort', onClosing);
-      if (state.deferrals + 1 > ctx.maxDeferrals) {
-        const message = `circuit ${breakerKey} stayed open through ${ctx.maxDeferrals} deferrals`;
-        return {
-          ...base,
-          kind: 'dead',
-          death: dying('max-deferrals', message, attempt - 1, now),
-          state,
-        };
-      }
-      const deferred = recordDeferral(state, {
-        attempt,
-        key: breakerKey,
-        retryAt: admission.retryAt,
-        now,
+      const retryAt = deferredUntil({
+        reason: 'breaker',
+        notBefore: admission.retryAt,
+        random: ctx.random,
       });
-      return {
-        ...base,
-        kind: 'deferred',
-        retryAt: admission.retryAt,
-        key: breakerKey,
-        state: deferred,
-      };
+      return a.defer(breakerKey, retryAt, 'breaker');
     }
     if (admission.kind === 'probe') probeId = admission.probeId;
   }
 
   const startedAt = ctx.clock.now();
-  const settled = await runHandler(ctx, handle, controller);
-  ctx.closing.removeEventListener('abort', onClosing);
+  const settled = await runHandler(ctx, handle, a.controller);
+  a.onClosing();
+  const finishedAt = ctx.clock.now();
+  const details = a.details();
 
   if (settled.ok) {
     if (breakerKey !== undefined)
@@ -197,22 +278,44 @@ export async function runAttempt<T>(
         .outcome(breakerKey, true, probeId)
         ?.catch((err) => ctx.logger.warn({ err }, 'breaker'));
     if (ctx.budget) ctx.gate.settle(successRefund(ctx.budget, attempt, state.lastRetryCost));
+    await applyPause(ctx, key, a.pauseUntil());
+    // The successful attempt joins the history when there is a history to
+    // join, or details to keep; a first-time success with nothing to say
+    // costs no write.
+    const worthKeeping = details !== undefined || state.history.length > 0;
     return {
       ...base,
       kind: 'completed',
       result: storableResult(settled.value),
-      state,
-      stateChanged: stalls.stalls > 0,
+      state: worthKeeping
+        ? recordSuccess(state, {
+            attempt,
+            startedAt,
+            finishedAt,
+            ...(details ? { details: storableDetails(details)! } : {}),
+          })
+        : state,
+      stateChanged: worthKeeping || a.stalls > 0,
     };
   }
 
-  // The handler failed: classify, feed the breaker, decide.
-  const finishedAt = ctx.clock.now();
+  // The handler failed: classify, pause the key if it asked, feed the breaker, decide.
   const failure = analyse(settled.error, ctx.classify, finishedAt);
+  const status = failure.error.status;
+  const serverDelayMs =
+    failure.classification.kind === 'retry' ? failure.classification.retryAfterMs : undefined;
+  // A 429, or a 503 with Retry-After, is the key's own instruction: every job of it waits.
+  const askedToWait =
+    serverDelayMs !== undefined && (status === 429 || status === 503)
+      ? finishedAt + serverDelayMs
+      : undefined;
+  const pauseUntil = Math.max(a.pauseUntil() ?? 0, askedToWait ?? 0);
+  await applyPause(ctx, key, pauseUntil > 0 ? pauseUntil : undefined);
   if (breakerKey !== undefined) {
-    // Only failures that speak of the dependency's health count; a probe that
-    // got a permanent answer shows the dependency is answering.
-    const healthy = failure.classification.kind === 'permanent';
+    // Only failures that speak of the dependency's health count: not a
+    // permanent answer (a probe that got one shows the dependency answering),
+    // not rate limiting (a 429, a pause: the dependency asks to slow down).
+    const healthy = failure.classification.kind === 'permanent' || status === 429 || pauseUntil > 0;
     if (!healthy || probeId !== undefined)
       ctx.gate
         .outcome(breakerKey, healthy, probeId)
@@ -268,6 +371,20 @@ export async function runAttempt<T>(
     state: recorded.state,
     record: recorded.record,
   };
+}
+
+/** Pauses `key` until `until` (when both are given); a Redis failure is logged, not raised. */
+async function applyPause<T>(
+  ctx: AttemptContext<T>,
+  key: string | undefined,
+  until: number | undefined,
+): Promise<void> {
+  if (key === undefined || until === undefined || until <= ctx.clock.now()) return;
+  try {
+    await ctx.keys.pause(key, until);
+  } catch (err) {
+    ctx.logger.warn({ err, key }, 'could not pause the key in Redis; paused here only');
+  }
 }
 
 function dying(reason: Death['reason'], message: string, attempts: number, deadAt: number): Death {

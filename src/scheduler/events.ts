@@ -18,7 +18,16 @@ export interface WorkerEvents {
   /** One per death; `record.gen` identifies the death (dedupe on it). */
   'job:dead-lettered': [event: { queue: string; jobId: string; record: DeadJobRecord }];
   'job:completed': [event: { queue: string; jobId: string; attempt: number; result: unknown }];
-  'job:deferred': [event: { queue: string; jobId: string; untilMs: number; key: string }];
+  /** A job held back without running (no attempt used): by its circuit, its key's pause or bulkhead. */
+  'job:deferred': [
+    event: {
+      queue: string;
+      jobId: string;
+      untilMs: number;
+      key: string;
+      reason: 'breaker' | 'pause' | 'bulkhead';
+    },
+  ];
   'breaker:opened': [event: { queue: string; key: string; halfOpenAt: number }];
   'breaker:half-open': [event: { queue: string; key: string }];
   'breaker:closed': [event: { queue: string; key: string }];

@@ -44,10 +44,21 @@ export interface WorkerOptions<T = unknown> {
    */
   breaker?: BreakerOptionsInput;
   /**
-   * A breaker per key (e.g. a webhook endpoint) instead of one for the queue:
-   * an open key holds back only its own jobs. `undefined` skips the breaker.
+   * A key per job (e.g. a webhook endpoint): the breaker is kept per key
+   * instead of one for the queue, and each key has its own bulkhead
+   * (`keyConcurrency`) and its own pause (a 429's `Retry-After`,
+   * `job.pauseKey()`), so an open, paused or saturated key holds back only its
+   * own jobs. `undefined` for a job gives it none of these.
    */
   breakerKey?: (job: RequeueJob<T>) => string | undefined;
+  /**
+   * At most this many jobs of one key (`breakerKey`) run at once in this
+   * process — a bulkhead, so that a hanging key holds only its share of the
+   * slots; the others wait, deferred without using an attempt. A function
+   * gives a key its own limit. Only for jobs with a key.
+   * @defaultValue a quarter of `concurrency`, at least 1
+   */
+  keyConcurrency?: number | ((job: RequeueJob<T>) => number | undefined);
   /** A retry budget shared in Redis (token bucket or ratio). Off unless given. */
   budget?: BudgetOptionsInput;
   /** Start processing at once. @defaultValue `true` */

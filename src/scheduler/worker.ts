@@ -24,6 +24,7 @@ import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { FetchPause } from './fetch-pause.js';
 import { JobMoves } from './job-moves.js';
+import { KeyGate } from './key-gate.js';
 import type { WorkerOptions } from './worker-options.js';
 
 export type { Handler, RequeueJob } from './attempt.js';
@@ -45,11 +46,15 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   readonly breakerOptions: BreakerOptions | undefined;
   readonly budgetOptions: BudgetOptions | undefined;
   readonly gate: BreakerGate;
+  /** Bulkheads and pauses per key. */
+  readonly keys: KeyGate;
   private readonly redis: Redis;
   private readonly owned: boolean;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly closing = new AbortController();
+  /** The running attempts' controllers: closing past the deadline aborts them. */
+  private readonly running = new Set<AbortController>();
+  private closingReason: Error | undefined;
   private readonly moves: JobMoves;
   private readonly fetch: FetchPause;
   private readonly attemptContext: AttemptContext<T>;
@@ -91,6 +96,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       logger: this.logger,
       onTransition: (message) => this.onBreakerTransition(message),
     });
+    this.keys = new KeyGate({ redis, queue: name, clock: this.clock, logger: this.logger });
     this.dlq = new DeadLetterQueue(name, {
       connection: redis,
       retention: options.retention,
@@ -118,11 +124,19 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       classify,
       policyOf: (meta) => (meta.policy ? this.jobPolicy(meta.policy) : this.policy),
       gate: this.gate,
-      breakerKeyOf: (job) => this.breakerKeyOf(job),
+      keys: this.keys,
+      keyOf: (job) => this.keyOf(job),
+      breakerKeyOf: (key) =>
+        !this.breakerOptions ? undefined : this.options.breakerKey ? key : queueBreakerKey,
+      keyConcurrency: (job) => this.keyConcurrencyOf(job),
       budget: this.budgetOptions,
       maxDeferrals: this.breakerOptions?.maxDeferrals ?? Number.POSITIVE_INFINITY,
       attemptTimeoutMs: options.attemptTimeoutMs,
-      closing: this.closing.signal,
+      track: (controller) => {
+        if (this.closingReason) controller.abort(this.closingReason);
+        this.running.add(controller);
+        return () => this.running.delete(controller);
+      },
       clock: this.clock,
       random,
       logger: this.logger,
@@ -153,7 +167,10 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       this.logger.error({ err }, 'worker error');
       if (this.listenerCount('error') > 0) this.safeEmit(this.logger, 'error', err);
     });
-    this.started = this.gate.start();
+    this.started = Promise.all([
+      this.gate.start(),
+      options.breakerKey ? this.keys.start() : undefined,
+    ]).then(() => undefined);
     if (options.autorun ?? true)
       void this.run().catch((err) => this.logger.error({ err }, 'worker stopped'));
   }
@@ -188,7 +205,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     // Most of the time for active jobs; the rest to close connections.
     const graceful = await withDeadline(this.bull.close(), Math.floor(timeoutMs * 0.8));
     if (graceful.kind === 'timeout') {
-      this.closing.abort(new Error('worker closing'));
+      this.closingReason = new Error('worker closing');
+      for (const controller of this.running) controller.abort(this.closingReason);
       this.logger.warn(
         { timeoutMs },
         'close did not finish in time (jobs still running, or Redis not answering); ' +
@@ -201,7 +219,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       );
     }
     await withDeadline(
-      Promise.allSettled([this.retention, this.gate.close(), this.dlq.close()]),
+      Promise.allSettled([this.retention, this.gate.close(), this.keys.close(), this.dlq.close()]),
       left(),
     );
     if (this.owned) this.redis.disconnect();
@@ -217,7 +235,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       // requeue's own I/O failed (Redis): the job stays active and comes back
       // through stalled recovery, counted as a stalled attempt.
       this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
-      throw new DelayedError();
+      throw new DelayedError('left to stalled recovery');
     }
     if (attempt.kind === 'completed') this.attempts.set(job, attempt.attempt);
     return applyOutcome(this.applyContext, job, token, attempt);
@@ -245,20 +263,32 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     return policy;
   }
 
-  /** The breaker key of a job: the queue's own, or `breakerKey(job)`'s, or none. */
-  private breakerKeyOf(job: RequeueJob<T>): string | undefined {
-    if (!this.breakerOptions) return undefined;
-    if (!this.options.breakerKey) return queueBreakerKey;
+  /** A job's own key (`breakerKey(job)`), or none. */
+  private keyOf(job: RequeueJob<T>): string | undefined {
+    if (!this.options.breakerKey) return undefined;
     try {
       return this.options.breakerKey(job);
     } catch (err) {
-      // A key function that chokes on one job must not take the worker down: no breaker for it.
-      this.logger.warn(
-        { err, jobId: job.id },
-        'breakerKey threw; running the job without a breaker',
-      );
+      // A key function that chokes on one job must not take the worker down: no key for it.
+      this.logger.warn({ err, jobId: job.id }, 'breakerKey threw; running the job without a key');
       return undefined;
     }
+  }
+
+  /** How many jobs of one key may run at once here: the option, else a quarter of the slots. */
+  private keyConcurrencyOf(job: RequeueJob<T>): number {
+    const option = this.options.keyConcurrency;
+    const fallback = Math.max(1, Math.ceil((this.options.concurrency ?? 1) / 4));
+    if (typeof option === 'number') return option;
+    if (typeof option === 'function') {
+      try {
+        const limit = option(job);
+        if (limit !== undefined && Number.isInteger(limit) && limit >= 1) return limit;
+      } catch (err) {
+        this.logger.warn({ err, jobId: job.id }, 'keyConcurrency threw; using the default');
+      }
+    }
+    return fallback;
   }
 
   private onBreakerTransition(message: BreakerMessage): void {

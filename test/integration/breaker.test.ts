@@ -364,7 +364,8 @@ describe('per-key breakers', () => {
         },
       );
       worker.on('job:completed', (e) => completedAt.set(e.jobId, Date.now()));
-      worker.on('job:deferred', (e) => deferredKeys.push(e.key));
+      // Deferred by the breaker (the bulkhead may hold back either key's jobs for a moment).
+      worker.on('job:deferred', (e) => e.reason === 'breaker' && deferredKeys.push(e.key));
       worker.on('breaker:half-open', (e) => halfOpenAt.push({ key: e.key, at: Date.now() }));
       await worker.waitUntilReady();
       const queue = queueFor(name);
@@ -450,7 +451,10 @@ describe('per-key breakers', () => {
       expect(record.reason).toBe('max-deferrals');
       expect(record.attempts).toBe(0);
       expect(record.history).toEqual([
-        expect.objectContaining({ outcome: 'deferred', details: { breakerKey: 'c', count: 3 } }),
+        expect.objectContaining({
+          outcome: 'deferred',
+          details: { breakerKey: 'c', reason: 'breaker', count: 3 },
+        }),
       ]);
       expect(deferred).toEqual([id, id, id]);
       expect(calls).toBe(0);

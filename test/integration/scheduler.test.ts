@@ -139,8 +139,11 @@ describe('retries', () => {
     expect(done.attempt).toBe(3);
     expect(calls).toBe(3);
     expect(events.all('retry:scheduled').map((e) => e.attempt)).toEqual([1, 2]);
-    const history = await t.storedHistory(id);
-    expect(history).toHaveLength(2);
+    const stored = await t.storedHistory(id);
+    // Two failures, then the success that completed the job.
+    expect(stored).toHaveLength(3);
+    expect(stored[2]).toMatchObject({ attempt: 3, outcome: 'succeeded', decision: 'completed' });
+    const history = stored.slice(0, 2);
     for (const [i, record] of history.entries()) {
       expect(record).toMatchObject({
         attempt: i + 1,
@@ -182,8 +185,9 @@ describe('retries', () => {
     await events.waitForCount('job:completed', 4, (e) => ids.includes(e.jobId));
 
     for (const id of ids) {
-      const history = await t.storedHistory(id);
-      expect(history.map((r) => r.decision)).toEqual(['retry', 'retry', 'retry']);
+      const stored = await t.storedHistory(id);
+      expect(stored.map((r) => r.decision)).toEqual(['retry', 'retry', 'retry', 'completed']);
+      const history = stored.slice(0, 3);
       const nextStarts = [history[1]!.startedAt, history[2]!.startedAt, await t.lastStartedAt(id)];
       for (const [n, record] of history.entries()) {
         const ceiling = Math.min(300, 100 * 2 ** n);
@@ -443,6 +447,7 @@ describe('the dead-letter queue', () => {
     expect(history.map((r) => [r.replay, r.attempt, r.decision])).toEqual([
       [0, 1, 'dead-letter'],
       [1, 1, 'retry'],
+      [1, 2, 'completed'],
     ]);
     expect(history[0]).toMatchObject({ deadReason: 'permanent-error', error: { status: 400 } });
     // The handler saw the first life on each attempt of the second.

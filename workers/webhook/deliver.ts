@@ -66,10 +66,15 @@ export interface DeliveryResult {
 /** Options of {@link deliverWebhook}. */
 export interface DeliverOptions extends SsrfOptions {
   /**
-   * Deadline of the whole attempt (connect, response, the body's first
-   * bytes), in ms. @defaultValue `15_000`
+   * Deadline of the attempt until the response's status line and headers
+   * arrive (connect included), in ms. @defaultValue `15_000`
    */
   timeoutMs?: number;
+  /**
+   * Once the status has arrived, how long the body may take to be read for
+   * the history (it never turns a 2xx into a failure). @defaultValue `1_000`
+   */
+  bodyTimeoutMs?: number;
   /** Stamps `webhook-timestamp` and measures latency. @defaultValue the system clock */
   clock?: Clock;
   /** Aborts the attempt (the worker is closing). */
@@ -197,6 +202,8 @@ interface SendInput {
   body: string;
   timeoutMs: number;
   maxBodyBytes: number;
+  /** How long the body may take once the status has arrived. */
+  bodyTimeoutMs: number;
   signal: AbortSignal | undefined;
   startedAt: number;
   clock: Clock;
@@ -258,9 +265,15 @@ function send(input: SendInput): Promise<RawResponse> {
     }
     req.on('error', fail);
     req.on('response', (res) => {
+      // The status line and headers decide the attempt: from here on nothing
+      // turns it into a failure. The body is read for the history only, up to
+      // its byte limit and within its own short deadline.
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       const chunks: Buffer[] = [];
       let size = 0;
-      const done = (): void =>
+      const done = (): void => {
+        clearTimeout(bodyTimer);
         settle(() =>
           resolve({
             status: res.statusCode ?? 0,
@@ -268,17 +281,19 @@ function send(input: SendInput): Promise<RawResponse> {
             body: Buffer.concat(chunks).subarray(0, maxBodyBytes),
           }),
         );
+        res.destroy();
+      };
+      const bodyTimer = setTimeout(done, input.bodyTimeoutMs);
+      bodyTimer.unref();
       res.on('data', (chunk: Buffer) => {
         chunks.push(chunk);
         size += chunk.length;
-        if (size >= maxBodyBytes) {
-          // Enough for the history; the rest is not worth the wait or the memory.
-          done();
-          res.destroy();
-        }
+        // Enough for the history; the rest is not worth the wait or the memory.
+        if (size >= maxBodyBytes) done();
       });
       res.on('end', done);
-      res.on('error', fail);
+      res.on('error', done);
+      res.on('close', done);
     });
     req.end(input.body);
   });
@@ -324,6 +339,7 @@ export async function deliverWebhook(
 ): Promise<DeliveryResult> {
   const {
     timeoutMs = 15_000,
+    bodyTimeoutMs = 1_000,
     clock = systemClock,
     userAgent = defaultUserAgent,
     maxBodyBytes = 512,
@@ -378,6 +394,7 @@ export async function deliverWebhook(
       body,
       timeoutMs,
       maxBodyBytes,
+      bodyTimeoutMs,
       signal,
       startedAt,
       clock,

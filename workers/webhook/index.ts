@@ -26,6 +26,8 @@ export type {
 } from './deliver.js';
 export {
   createWebhookWorker,
+  webhookBreakerDefaults,
+  webhookWorkerDefaults,
   enqueueWebhook,
   WebhookWorker,
   webhookJobKey,

@@ -4,7 +4,13 @@
  * Environment (validated up front; a bad value exits with code 2 naming it):
  * - `REDIS_URL` — @defaultValue `redis://127.0.0.1:6379`
  * - `WEBHOOK_QUEUE` — @defaultValue `webhooks`
- * - `WEBHOOK_CONCURRENCY` — deliveries at once. @defaultValue `10`
+ * - `WEBHOOK_CONCURRENCY` — deliveries at once. @defaultValue `16`
+ * - `WEBHOOK_ENDPOINT_CONCURRENCY` — deliveries at once to one endpoint (its
+ *   bulkhead; a job's `endpoint.maxConcurrency` wins). @defaultValue a quarter
+ *   of `WEBHOOK_CONCURRENCY`
+ * - `WEBHOOK_BREAKER` — `off` turns the per-endpoint breaker off, or JSON
+ *   breaker options over the webhook defaults. @defaultValue on, with
+ *   `webhookBreakerDefaults`
  * - `WEBHOOK_ALLOW_PRIVATE` — `true` lets deliveries reach private networks
  *   (never the metadata service). @defaultValue `false`
  * - `WEBHOOK_ALLOW_HOSTS` — comma-separated hosts, IPs or CIDRs let through.
@@ -19,7 +25,8 @@ import { z } from 'zod';
 import { ConfigError, envSchema, parseConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
 import { defaultRedisUrl } from '../../src/redis/connection.js';
-import { createWebhookWorker } from './worker.js';
+import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
+import { createWebhookWorker, webhookWorkerDefaults } from './worker.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 
 const flag = z
@@ -33,7 +40,34 @@ export const webhookEnvSchema = envSchema.extend({
     .string()
     .regex(/^[^:]+$/, 'must be a queue name without ":"')
     .default('webhooks'),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).default(10),
+  WEBHOOK_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000)
+    .default(webhookWorkerDefaults.concurrency),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).optional(),
+  WEBHOOK_BREAKER: z
+    .string()
+    .default('')
+    .transform((raw, ctx) => {
+      if (raw === '' || raw === 'on') return {};
+      if (raw === 'off') return false as const;
+      try {
+        return (
+          parseBreakerOptions(JSON.parse(raw), 'WEBHOOK_BREAKER') && (JSON.parse(raw) as object)
+        );
+      } catch (err) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            err instanceof ConfigError
+              ? err.message
+              : 'must be "on", "off" or breaker options as JSON',
+        });
+        return z.NEVER;
+      }
+    }),
   WEBHOOK_ALLOW_PRIVATE: flag,
   WEBHOOK_ALLOW_HOSTS: z
     .string()
@@ -54,6 +88,10 @@ async function main(): Promise<void> {
   const worker = createWebhookWorker(env.WEBHOOK_QUEUE, {
     connection: env.REDIS_URL ?? defaultRedisUrl,
     concurrency: env.WEBHOOK_CONCURRENCY,
+    ...(env.WEBHOOK_ENDPOINT_CONCURRENCY !== undefined
+      ? { keyConcurrency: env.WEBHOOK_ENDPOINT_CONCURRENCY }
+      : {}),
+    breaker: env.WEBHOOK_BREAKER,
     allowPrivate: env.WEBHOOK_ALLOW_PRIVATE,
     allowHosts: env.WEBHOOK_ALLOW_HOSTS,
     timeoutMs: env.WEBHOOK_TIMEOUT_MS,

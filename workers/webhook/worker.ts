@@ -8,6 +8,7 @@ import { PermanentError } from '../../src/errors/permanent-error.js';
 import { resolveRedis } from '../../src/redis/connection.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import type { AddedJob, AddOptions, RequeueQueue } from '../../src/scheduler/queue.js';
+import type { BreakerOptionsInput } from '../../src/policy/breaker/breaker-options.js';
 import { RequeueWorker, type RequeueJob, type WorkerOptions } from '../../src/scheduler/worker.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
 import { deliverWebhook, WebhookDeliveryError, type DeliveryResult } from './deliver.js';
@@ -38,6 +39,8 @@ export const webhookJobSchema = z.object({
     id: z.string().regex(/^[^\s/]{1,200}$/, 'must be 1–200 characters, without spaces or "/"'),
     url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
     secret: z.union([secretSchema, z.array(secretSchema).min(1).max(10)]).optional(),
+    /** Deliveries to this endpoint at once in one worker process (its bulkhead). */
+    maxConcurrency: z.number().int().min(1).max(1_000).optional(),
   }),
   event: z.object({
     id: z
@@ -56,11 +59,56 @@ export type WebhookJob = z.output<typeof webhookJobSchema>;
 /** A webhook job as a producer writes it. */
 export type WebhookJobInput = z.input<typeof webhookJobSchema>;
 
+/**
+ * The breaker every webhook process runs unless told otherwise: it counts
+ * what says an endpoint is down (timeouts, refused connections, 5xx; never a
+ * 429, which only pauses the endpoint), trips only when nearly everything
+ * fails (95 % of at least 20 deliveries in 30 s) so that a flaky endpoint
+ * that still answers keeps flowing — a flaky receiver fails most first
+ * attempts (80 % in the tests), a down one fails all of them — stays open
+ * 5 s (doubling up to 30 s while it keeps failing), then lets a ramp of
+ * probes through and closes when half of 4 of them succeed. A hanging endpoint is the bulkhead's job:
+ * it costs only its own quarter of the slots.
+ */
+export const webhookBreakerDefaults = Object.freeze({
+  failureRate: 0.95,
+  minimumRequests: 20,
+  windowMs: 30_000,
+  buckets: 10,
+  openMs: 5_000,
+  openFactor: 2,
+  maxOpenMs: 30_000,
+  halfOpenProbes: 4,
+  halfOpenSuccessRatio: 0.5,
+  halfOpenRetryMs: 500,
+  probeTimeoutMs: 20_000,
+}) satisfies BreakerOptionsInput;
+
+/** Defaults of a webhook worker, the same for the standalone process and the service. */
+export const webhookWorkerDefaults = Object.freeze({
+  concurrency: 16,
+  timeoutMs: 15_000,
+  /**
+   * BullMQ renews a running job's lock every half of this, so it can be far
+   * shorter than a delivery: a killed worker's deliveries are back within
+   * lock + stalled check ≈ 15 s.
+   */
+  lockDurationMs: 10_000,
+  stalledIntervalMs: 5_000,
+});
+
 /** Options of {@link createWebhookWorker}. */
 export interface WebhookWorkerOptions
-  extends Omit<WorkerOptions<WebhookJob>, 'schema' | 'breakerKey'>, SsrfOptions {
-  /** Deadline of one delivery attempt, in ms. @defaultValue `15_000` */
+  extends Omit<WorkerOptions<WebhookJob>, 'schema' | 'breakerKey' | 'breaker'>, SsrfOptions {
+  /**
+   * The per-endpoint breaker, over {@link webhookBreakerDefaults}; `false`
+   * turns it off. @defaultValue {@link webhookBreakerDefaults}
+   */
+  breaker?: BreakerOptionsInput | false;
+  /** Deadline of one delivery attempt until the response's status arrives, in ms. @defaultValue `15_000` */
   timeoutMs?: number;
+  /** How long a response body may take once its status arrived. @defaultValue `1_000` */
+  bodyTimeoutMs?: number;
   /** @defaultValue `'requeue-webhooks/0.1'` */
   userAgent?: string;
   /** Bytes of each response body kept in the attempt history. @defaultValue `512` */
@@ -100,7 +148,9 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
 
   constructor(queue: string, options: WebhookWorkerOptions = {}) {
     const {
-      timeoutMs,
+      timeoutMs = webhookWorkerDefaults.timeoutMs,
+      bodyTimeoutMs,
+      breaker,
       userAgent,
       maxBodyBytes,
       allowPrivate,
@@ -147,7 +197,8 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
           agents,
           signal: job.signal,
           onAttempt: (details) => job.annotate({ ...details }),
-          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          timeoutMs,
+          ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
           ...(userAgent !== undefined ? { userAgent } : {}),
           ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
         });
@@ -172,7 +223,17 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
 
     try {
       super(queue, handler, {
+        concurrency: webhookWorkerDefaults.concurrency,
+        lockDurationMs: webhookWorkerDefaults.lockDurationMs,
+        stalledIntervalMs: webhookWorkerDefaults.stalledIntervalMs,
         ...workerOptions,
+        ...(breaker === false ? {} : { breaker: { ...webhookBreakerDefaults, ...breaker } }),
+        // An endpoint's own limit, else the worker's (a quarter of the slots).
+        keyConcurrency: (job) =>
+          job.data.endpoint.maxConcurrency ??
+          (typeof workerOptions.keyConcurrency === 'number'
+            ? workerOptions.keyConcurrency
+            : undefined),
         connection: redis,
         logger: rootLogger,
         schema: webhookJobSchema,

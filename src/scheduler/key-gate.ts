@@ -1,0 +1,98 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../config/logger.js';
+import { PauseStore, type PauseMessage } from '../redis/pause-store.js';
+import type { Clock } from '../util/system.js';
+
+/**
+ * What keeps one key (a webhook endpoint, a tenant) from slowing the others,
+ * besides its breaker:
+ * - a bulkhead: at most a bounded number of a key's jobs run at once in this
+ *   process, so a hanging key holds only its share of the slots;
+ * - pauses: a key paused until a time (its 429's `Retry-After`) holds back
+ *   its jobs on every worker. Pauses are kept in Redis and cached here, kept
+ *   current by pub/sub (and a reload every few seconds), so checking costs no
+ *   round trip.
+ */
+export class KeyGate {
+  readonly pauses: PauseStore;
+  private readonly running = new Map<string, number>();
+  private readonly paused = new Map<string, number>();
+  private subscriber: Redis | undefined;
+  private refreshTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly options: { redis: Redis; queue: string; clock: Clock; logger: Logger },
+  ) {
+    this.pauses = new PauseStore(options.redis, options.queue);
+  }
+
+  /** Subscribes to pauses and loads the current ones. */
+  async start(): Promise<void> {
+    const subscriber = this.options.redis.duplicate();
+    this.subscriber = subscriber;
+    subscriber.on('error', () => undefined);
+    subscriber.on('message', (_channel: string, raw: string) => {
+      try {
+        const message = JSON.parse(raw) as PauseMessage;
+        if (typeof message.key === 'string' && Number.isFinite(message.until)) this.apply(message);
+      } catch (err) {
+        this.options.logger.warn({ err }, 'unreadable pause message');
+      }
+    });
+    subscriber.on('ready', () => void this.reload());
+    await subscriber.subscribe(this.pauses.channel);
+    await this.reload();
+    this.refreshTimer = setInterval(() => void this.reload(), 5_000);
+    this.refreshTimer.unref();
+  }
+
+  /** Until when `key` is paused, if it is now. */
+  pausedUntil(key: string): number | undefined {
+    const until = this.paused.get(key);
+    if (until === undefined) return undefined;
+    if (until > this.options.clock.now()) return until;
+    this.paused.delete(key);
+    return undefined;
+  }
+
+  /** Pauses `key` until `until`, here at once and on every worker through Redis. */
+  async pause(key: string, until: number): Promise<void> {
+    this.apply({ key, until });
+    await this.pauses.pause(key, until, this.options.clock.now());
+  }
+
+  /** Takes a slot of `key`'s bulkhead; false when `limit` of its jobs run already. */
+  enter(key: string, limit: number): boolean {
+    const running = this.running.get(key) ?? 0;
+    if (running >= limit) return false;
+    this.running.set(key, running + 1);
+    return true;
+  }
+
+  /** Gives back a slot taken by {@link enter}. */
+  leave(key: string): void {
+    const running = (this.running.get(key) ?? 1) - 1;
+    if (running <= 0) this.running.delete(key);
+    else this.running.set(key, running);
+  }
+
+  async close(): Promise<void> {
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    this.subscriber?.disconnect();
+    this.subscriber = undefined;
+  }
+
+  private apply(message: PauseMessage): void {
+    const current = this.paused.get(message.key) ?? 0;
+    if (message.until > current) this.paused.set(message.key, message.until);
+  }
+
+  private async reload(): Promise<void> {
+    try {
+      const now = this.options.clock.now();
+      for (const pause of await this.pauses.list()) if (pause.until > now) this.apply(pause);
+    } catch (err) {
+      this.options.logger.warn({ err }, 'could not load paused keys');
+    }
+  }
+}

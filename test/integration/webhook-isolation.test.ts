@@ -1,0 +1,214 @@
+/**
+ * Issue 13: no endpoint can slow the others down. Real receivers on
+ * loopback, the webhook worker with its default settings (breaker on,
+ * bulkhead a quarter of the slots), a real Redis.
+ */
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/config/logger.js';
+import { PauseStore } from '../../src/redis/pause-store.js';
+import { createQueue } from '../../src/scheduler/queue.js';
+import { parseJobState } from '../../src/policy/job-state.js';
+import {
+  createWebhookWorker,
+  enqueueWebhook,
+  type WebhookWorkerOptions,
+} from '../../workers/webhook/index.js';
+import { onCleanup } from '../harness/cleanup.js';
+import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+
+const admin = connect();
+afterAll(() => admin.disconnect());
+const logger = createLogger({ level: 'silent' });
+
+type Behaviour = (res: ServerResponse, nth: number, eventId: string) => void;
+
+interface Receiver {
+  url: string;
+  /** Arrival times of each event's requests, by event id. */
+  arrivals: Map<string, number[]>;
+  /** Deliveries answered 2xx, by event id. */
+  delivered: Map<string, number>;
+}
+
+/** A receiver whose answer to the n-th request of an event is `behave`'s. */
+async function receiver(behave: Behaviour): Promise<Receiver> {
+  const arrivals = new Map<string, number[]>();
+  const delivered = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const eventId = String(req.headers['webhook-id']);
+    const seen = arrivals.get(eventId) ?? [];
+    seen.push(Date.now());
+    arrivals.set(eventId, seen);
+    req.resume();
+    req.on('end', () => {
+      const originalWriteHead = res.writeHead.bind(res);
+      res.writeHead = ((status: number, ...rest: unknown[]) => {
+        if (status >= 200 && status < 300)
+          delivered.set(eventId, (delivered.get(eventId) ?? 0) + 1);
+        return (originalWriteHead as (...a: unknown[]) => ServerResponse)(status, ...rest);
+      }) as typeof res.writeHead;
+      behave(res, seen.length, eventId);
+    });
+  });
+  server.keepAliveTimeout = 1;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  onCleanup(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/hook`, arrivals, delivered };
+}
+
+function setup(options: WebhookWorkerOptions = {}) {
+  const name = uniqueQueueName('isolation');
+  const queue = createQueue(name, { connection: redisUrl() });
+  const worker = createWebhookWorker(name, {
+    connection: redisUrl(),
+    allowPrivate: true,
+    logger,
+    ...options,
+  });
+  onCleanup(async () => {
+    await worker.close({ timeoutMs: 2_000 });
+    await queue.close();
+    await cleanQueue(admin, name);
+  });
+  const enqueue = (endpointId: string, url: string, eventId: string) =>
+    enqueueWebhook(queue, {
+      endpoint: { id: endpointId, url },
+      event: { id: eventId, type: 'test', payload: { eventId } },
+    });
+  return { name, queue, worker, enqueue };
+}
+
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('webhook delivery that no endpoint can slow down', () => {
+  it(
+    'an endpoint that never answers does not delay healthy endpoints past 2 s at p99',
+    { timeout: 60_000 },
+    async () => {
+      const hanging = await receiver(() => undefined);
+      const healthy = await receiver((res) => res.writeHead(204).end());
+      const t = setup();
+      await t.worker.waitUntilReady();
+      const enqueuedAt = new Map<string, number>();
+      // The hanging endpoint's deliveries go first, then the healthy ones, interleaved after.
+      for (let i = 0; i < 40; i += 1) await t.enqueue('stuck', hanging.url, `stuck-${i}`);
+      for (let i = 0; i < 200; i += 1) {
+        const id = `ok-${i}`;
+        enqueuedAt.set(id, Date.now());
+        await t.enqueue(`healthy-${i % 4}`, healthy.url, id);
+      }
+      await until(() => healthy.delivered.size === 200, 30_000, 'the healthy deliveries');
+      const latencies = [...enqueuedAt].map(([id, at]) => healthy.arrivals.get(id)![0]! - at);
+      expect(quantile(latencies, 0.99)).toBeLessThan(2_000);
+      // The hanging endpoint held at most its bulkhead's share: a quarter of 16.
+      expect(hanging.arrivals.size).toBeLessThanOrEqual(4);
+    },
+  );
+
+  it(
+    '1,000 deliveries to receivers that fail 1–3 times first (503, or 429 with Retry-After: 1) all arrive within 60 s, each once',
+    { timeout: 90_000 },
+    async () => {
+      // Each event fails (its number mod 4) times, alternately 503 and 429 + Retry-After: 1.
+      const flaky = await receiver((res, nth, eventId) => {
+        const n = Number(eventId.split('-')[1]);
+        const failures = 1 + (n % 3);
+        if (n % 5 === 0 || nth > failures) return res.writeHead(200).end('ok');
+        if (n % 2 === 0) return res.writeHead(429, { 'retry-after': '1' }).end();
+        return res.writeHead(503).end();
+      });
+      const t = setup({
+        policy: { strategy: 'full-jitter', baseMs: 500, capMs: 4_000, maxAttempts: 6 },
+      });
+      await t.worker.waitUntilReady();
+      const started = Date.now();
+      // 50 receivers, 20 deliveries each.
+      for (let i = 0; i < 1_000; i += 1) await t.enqueue(`flaky-${i % 50}`, flaky.url, `evt-${i}`);
+      const deferrals = { pause: 0, bulkhead: 0, breaker: 0 };
+      t.worker.on('job:deferred', (e) => (deferrals[e.reason] += 1));
+      await until(() => flaky.delivered.size === 1_000, 60_000, 'every delivery');
+      const tookMs = Date.now() - started;
+      console.log(
+        `[flaky] 1,000 deliveries in ${tookMs} ms; deferrals ${JSON.stringify(deferrals)}`,
+      );
+      expect(tookMs).toBeLessThan(60_000);
+      // Rate limiting is not the endpoint being down: no circuit opened.
+      expect(deferrals.breaker).toBe(0);
+      expect([...flaky.delivered.values()].every((n) => n === 1)).toBe(true);
+      expect(await t.queue.counts()).toMatchObject({ failed: 0, dead: 0 });
+    },
+  );
+
+  it('a 2xx whose body arrives slowly completes on its first attempt, and is in the history', async () => {
+    const slowBody = await receiver((res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('accepted');
+      // The rest of the body never comes before the attempt's deadline.
+      setTimeout(() => res.end(' …finally'), 5_000).unref();
+    });
+    const t = setup({ timeoutMs: 1_000, bodyTimeoutMs: 200 });
+    const done = new Promise<{ jobId: string; attempt: number }>((resolve) =>
+      t.worker.on('job:completed', (e) => resolve(e)),
+    );
+    const { id } = await t.enqueue('slow', slowBody.url, 'evt-slow');
+    const completed = await done;
+    expect(completed).toMatchObject({ jobId: id, attempt: 1 });
+    expect(slowBody.arrivals.get('evt-slow')).toHaveLength(1);
+    const state = parseJobState(await admin.hget(`bull:${t.name}:${id}`, 'rq'));
+    expect(state?.history).toEqual([
+      expect.objectContaining({
+        attempt: 1,
+        outcome: 'succeeded',
+        decision: 'completed',
+        details: expect.objectContaining({ status: 200, body: 'accepted' }),
+      }),
+    ]);
+  });
+
+  it('a 429 with Retry-After pauses the whole endpoint, fleet-wide, and does not trip its breaker', async () => {
+    const limited = await receiver((res, nth, eventId) => {
+      if (eventId === 'evt-0' && nth === 1) return res.writeHead(429, { 'retry-after': '2' }).end();
+      return res.writeHead(200).end();
+    });
+    const t = setup({ concurrency: 1 });
+    await t.worker.waitUntilReady();
+    const first = await t.enqueue('rate-limited', limited.url, 'evt-0');
+    await until(() => (limited.arrivals.get('evt-0')?.length ?? 0) === 1, 10_000, 'the 429');
+    const limitedAt = limited.arrivals.get('evt-0')![0]!;
+    // The endpoint's other deliveries wait for the pause too, not only the job that got the 429.
+    for (let i = 1; i <= 3; i += 1) await t.enqueue('rate-limited', limited.url, `evt-${i}`);
+    const store = new PauseStore(admin, t.name);
+    let pauses = await store.list();
+    for (let i = 0; i < 100 && pauses.length === 0; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      pauses = await store.list();
+    }
+    expect(pauses.map((p) => p.key)).toEqual(['rate-limited']);
+    expect(pauses[0]!.until).toBeGreaterThanOrEqual(limitedAt + 1_900);
+    await until(() => limited.delivered.size === 4, 20_000, 'every delivery');
+    for (const id of ['evt-1', 'evt-2', 'evt-3'])
+      expect(limited.arrivals.get(id)![0]! - limitedAt).toBeGreaterThanOrEqual(1_900);
+    expect(await t.worker.gate.stateOf('rate-limited')).toBeUndefined();
+    expect((await t.queue.bull.getJob(first.id))?.finishedOn).toBeDefined();
+  });
+});
