@@ -34,6 +34,16 @@ describe('docker-compose.yml', async () => {
     expect(compose.volumes).toHaveProperty('redis-data');
   });
 
+  it('does not publish its unauthenticated Redis on the host', () => {
+    const redis = compose.services.redis!;
+    expect(redis.ports).toBeUndefined();
+    expect(redis.command?.join(' ')).not.toContain('requirepass');
+  });
+
+  it('runs Redis with hz 100, as the embedded Redis does', () => {
+    expect(compose.services.redis!.command?.join(' ')).toContain('--hz 100');
+  });
+
   it('runs the requeue service on the port the README promises, after Redis is healthy', () => {
     const service = compose.services.requeue!;
     expect(service.ports).toEqual(['8080:8080']);
