@@ -5,7 +5,8 @@
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { runCli } from '../../src/cli/program.js';
 import { createLogger } from '../../src/config/logger.js';
 import { PauseStore } from '../../src/redis/pause-store.js';
 import { createQueue } from '../../src/scheduler/queue.js';
@@ -87,6 +88,23 @@ function setup(options: WebhookWorkerOptions = {}) {
   return { name, queue, worker, enqueue };
 }
 
+/** Runs the CLI in this process and captures what it prints. */
+async function cli(...args: string[]): Promise<{ code: number; stdout: string }> {
+  let stdout = '';
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    stdout += String(chunk);
+    return true;
+  });
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+  try {
+    const code = await runCli(['node', 'requeue', ...args, '--redis', redisUrl()]);
+    return { code, stdout };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
@@ -141,15 +159,23 @@ describe('webhook delivery that no endpoint can slow down', () => {
         policy: { strategy: 'full-jitter', baseMs: 500, capMs: 4_000, maxAttempts: 6 },
       });
       await t.worker.waitUntilReady();
-      const started = Date.now();
-      // 50 receivers, 20 deliveries each.
-      for (let i = 0; i < 1_000; i += 1) await t.enqueue(`flaky-${i % 50}`, flaky.url, `evt-${i}`);
       const deferrals = { pause: 0, bulkhead: 0, breaker: 0 };
       t.worker.on('job:deferred', (e) => (deferrals[e.reason] += 1));
+      const started = Date.now();
+      // 100 receivers, 10 deliveries each: each 429 pauses its receiver for a second.
+      // Enqueued 50 at a time (the adds are pipelined on one connection).
+      for (let i = 0; i < 1_000; i += 50)
+        await Promise.all(
+          Array.from({ length: 50 }, (_, j) =>
+            t.enqueue(`flaky-${(i + j) % 100}`, flaky.url, `evt-${i + j}`),
+          ),
+        );
+      const enqueuedMs = Date.now() - started;
       await until(() => flaky.delivered.size === 1_000, 60_000, 'every delivery');
       const tookMs = Date.now() - started;
       console.log(
-        `[flaky] 1,000 deliveries in ${tookMs} ms; deferrals ${JSON.stringify(deferrals)}`,
+        `[flaky] 1,000 deliveries in ${tookMs} ms (enqueued in ${enqueuedMs} ms); ` +
+          `deferrals ${JSON.stringify(deferrals)}`,
       );
       expect(tookMs).toBeLessThan(60_000);
       // Rate limiting is not the endpoint being down: no circuit opened.
@@ -187,7 +213,7 @@ describe('webhook delivery that no endpoint can slow down', () => {
 
   it('a 429 with Retry-After pauses the whole endpoint, fleet-wide, and does not trip its breaker', async () => {
     const limited = await receiver((res, nth, eventId) => {
-      if (eventId === 'evt-0' && nth === 1) return res.writeHead(429, { 'retry-after': '2' }).end();
+      if (eventId === 'evt-0' && nth === 1) return res.writeHead(429, { 'retry-after': '4' }).end();
       return res.writeHead(200).end();
     });
     const t = setup({ concurrency: 1 });
@@ -204,10 +230,16 @@ describe('webhook delivery that no endpoint can slow down', () => {
       pauses = await store.list();
     }
     expect(pauses.map((p) => p.key)).toEqual(['rate-limited']);
-    expect(pauses[0]!.until).toBeGreaterThanOrEqual(limitedAt + 1_900);
+    expect(pauses[0]!.until).toBeGreaterThanOrEqual(limitedAt + 3_900);
+    // `requeue breaker status` says which keys are paused and until when.
+    const status = await cli('breaker', 'status', t.name, '--json');
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout).paused).toEqual([
+      { key: 'rate-limited', until: new Date(pauses[0]!.until).toISOString() },
+    ]);
     await until(() => limited.delivered.size === 4, 20_000, 'every delivery');
     for (const id of ['evt-1', 'evt-2', 'evt-3'])
-      expect(limited.arrivals.get(id)![0]! - limitedAt).toBeGreaterThanOrEqual(1_900);
+      expect(limited.arrivals.get(id)![0]! - limitedAt).toBeGreaterThanOrEqual(3_900);
     expect(await t.worker.gate.stateOf('rate-limited')).toBeUndefined();
     expect((await t.queue.bull.getJob(first.id))?.finishedOn).toBeDefined();
   });

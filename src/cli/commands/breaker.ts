@@ -5,6 +5,7 @@ import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
 import { windowLengthMs } from '../../policy/window.js';
 import { BreakerStore, type BreakerStatus } from '../../redis/breaker-store.js';
 import { BudgetStore, type BudgetStatus } from '../../redis/budget-store.js';
+import { PauseStore } from '../../redis/pause-store.js';
 import { queueBreakerKey } from '../../scheduler/worker.js';
 import { parseJsonFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
@@ -25,9 +26,9 @@ export function registerBreaker(program: Command): void {
     .description("Show and control the circuit breaker shared by a queue's workers");
 
   common(breaker.command('status').description('State, window and budget of each breaker key'))
-    .option('--json', 'print {"breakers": [...], "budget": {...}} as JSON')
+    .option('--json', 'print {"breakers": [...], "budget": {...}, "paused": [...]} as JSON')
     .action(async (queue: string, opts: BreakerFlags) => {
-      await withStores(queue, opts, async (store, budget) => {
+      await withStores(queue, opts, async (store, budget, pauseStore) => {
         // Reads only: the windows are summed with the geometry stored with them,
         // so --breaker/--budget here never change what the workers see.
         const keys = opts.key !== undefined ? [opts.key] : await store.knownKeys();
@@ -35,10 +36,19 @@ export function registerBreaker(program: Command): void {
         for (const key of keys.length > 0 ? keys : [queueBreakerKey])
           statuses.push(await store.status(key));
         const budgetStatus: BudgetStatus = await budget.status();
+        // Keys paused by a 429's Retry-After (or job.pauseKey()) and not yet due.
+        const now = systemClock.now();
+        const paused = (await pauseStore.list())
+          .filter((p) => p.until > now)
+          .map((p) => ({ key: p.key, until: new Date(p.until).toISOString() }));
         if (opts.json) {
           process.stdout.write(
-            JSON.stringify({ queue, breakers: statuses.map(statusJson), budget: budgetStatus }) +
-              '\n',
+            JSON.stringify({
+              queue,
+              breakers: statuses.map(statusJson),
+              budget: budgetStatus,
+              paused,
+            }) + '\n',
           );
           return;
         }
@@ -56,6 +66,7 @@ export function registerBreaker(program: Command): void {
             String(Object.keys(s.state.probes).length),
           ]),
         );
+        for (const p of paused) process.stdout.write(`paused: ${p.key} until ${p.until}\n`);
         process.stdout.write(
           budgetStatus.kind === 'token-bucket'
             ? `budget: ${budgetStatus.tokens}/${budgetStatus.capacity} tokens (${budgetStatus.denied} retries denied)\n`
@@ -102,7 +113,7 @@ function common(command: Command): Command {
 async function withStores(
   queue: string,
   opts: BreakerFlags,
-  fn: (store: BreakerStore, budget: BudgetStore) => Promise<void>,
+  fn: (store: BreakerStore, budget: BudgetStore, pauses: PauseStore) => Promise<void>,
 ): Promise<void> {
   const breakerOptions = parseBreakerOptions(
     opts.breaker ? parseJsonFlag('--breaker', opts.breaker) : {},
@@ -116,6 +127,7 @@ async function withStores(
     fn(
       new BreakerStore(redis, queue, breakerOptions),
       new BudgetStore(redis, queue, budgetOptions),
+      new PauseStore(redis, queue),
     ),
   );
 }
