@@ -71,8 +71,13 @@ export class RequeueQueue<T = unknown> {
 
   /** Adds one job; with an `idempotencyKey` a second add of that key is a no-op. */
   async add(name: string, data: T, opts: AddOptions = {}): Promise<AddedJob> {
-    const [job] = await this.addBulk([{ name, data, opts }]);
-    return job!;
+    // One script call (BullMQ's add), not a MULTI of one (addBulk): half the cost per job.
+    const job = await this.bull.add(
+      name,
+      this.validate(data, 'data'),
+      this.jobOptions(name, opts, ''),
+    );
+    return { id: String(job.id), name: job.name };
   }
 
   /** Adds many jobs in one round trip (atomically, as BullMQ's addBulk does). */
