@@ -36,6 +36,8 @@ type SideName = (typeof sides)[number];
 
 interface Run {
   rps: number;
+  /** The server process's CPU time (user + system) per request, in µs. */
+  cpuPerRequestUs: number;
   p50: number;
   p99: number;
   non2xx: number;
@@ -52,7 +54,7 @@ async function startSide(
   const child = spawn(
     process.execPath,
     ['bench/intake/server.mjs', side, redisUrl, queue, String(workers)],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+    { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] },
   );
   let out = '';
   child.stdout!.setEncoding('utf8');
@@ -65,6 +67,13 @@ async function startSide(
     child.once('exit', (code) => reject(new Error(`${side} server exited with ${code}`)));
   });
   return { child, url };
+}
+
+/** The CPU time a side's server process has used so far. */
+async function cpuOf(child: ChildProcess): Promise<NodeJS.CpuUsage> {
+  const reply = once(child, 'message') as Promise<[NodeJS.CpuUsage]>;
+  child.send('cpu');
+  return (await reply)[0];
 }
 
 async function measure(
@@ -84,9 +93,13 @@ async function measure(
     };
     // A short warm-up (JIT, connection pools), then the measured run.
     await autocannon({ ...request, connections, duration: 2 });
+    const before = await cpuOf(child);
     const result = await autocannon({ ...request, connections, duration: durationSec });
+    const after = await cpuOf(child);
+    const cpuUs = after.user + after.system - before.user - before.system;
     return {
       rps: result.requests.average,
+      cpuPerRequestUs: cpuUs / Math.max(1, result.requests.total),
       p50: result.latency.p50,
       p99: result.latency.p99,
       non2xx: result.non2xx,
@@ -120,7 +133,7 @@ try {
         runs[mode.key][side].push(run);
         await admin.flushall();
         process.stderr.write(
-          `run ${i + 1} ${mode.key} ${side}: ${Math.round(run.rps)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms` +
+          `run ${i + 1} ${mode.key} ${side}: ${Math.round(run.rps)} req/s, ${Math.round(run.cpuPerRequestUs)} µs CPU/req, p50 ${run.p50} ms, p99 ${run.p99} ms` +
             `${run.non2xx + run.errors > 0 ? `, ${run.non2xx} non-2xx, ${run.errors} errors` : ''}\n`,
         );
       }
@@ -134,6 +147,9 @@ const rps = (mode: Mode, side: SideName) => median(runs[mode][side].map((r) => r
 const lat = (mode: Mode, side: SideName, key: 'p50' | 'p99') =>
   median(runs[mode][side].map((r) => r[key]));
 const ratio = (mode: Mode) => rps(mode, 'requeue') / rps(mode, 'bullmq');
+const cpu = (mode: Mode, side: SideName) => median(runs[mode][side].map((r) => r.cpuPerRequestUs));
+/** Requests per server CPU-second, requeue's over the route's: the ratio the machine's load moves least. */
+const cpuRatio = (mode: Mode) => cpu(mode, 'bullmq') / cpu(mode, 'requeue');
 const perRun = (mode: Mode) =>
   runs[mode].requeue.map((r, i) => (r.rps / runs[mode].bullmq[i]!.rps).toFixed(2)).join(', ');
 const bad = modes.reduce(
@@ -143,14 +159,14 @@ const bad = modes.reduce(
 );
 const row = (mode: Mode, label: string) => {
   const r = ratio(mode);
-  return `| ${label} | ${Math.round(rps(mode, 'requeue')).toLocaleString('en-US')} (p50 ${lat(mode, 'requeue', 'p50')} ms, p99 ${lat(mode, 'requeue', 'p99')} ms) | ${Math.round(rps(mode, 'bullmq')).toLocaleString('en-US')} (p50 ${lat(mode, 'bullmq', 'p50')} ms, p99 ${lat(mode, 'bullmq', 'p99')} ms) | **${r.toFixed(2)}** | ${perRun(mode)} | ${r >= target ? 'yes' : 'no'} |`;
+  return `| ${label} | ${Math.round(rps(mode, 'requeue')).toLocaleString('en-US')} (p50 ${lat(mode, 'requeue', 'p50')} ms, p99 ${lat(mode, 'requeue', 'p99')} ms) | ${Math.round(rps(mode, 'bullmq')).toLocaleString('en-US')} (p50 ${lat(mode, 'bullmq', 'p50')} ms, p99 ${lat(mode, 'bullmq', 'p99')} ms) | **${r.toFixed(2)}** | ${perRun(mode)} | ${r >= target ? 'yes' : 'no'} | ${Math.round(cpu(mode, 'requeue'))} / ${Math.round(cpu(mode, 'bullmq'))} µs = **${cpuRatio(mode).toFixed(2)}** |`;
 };
 const body = `## Intake API: \`POST /v1/jobs/:queue\` against a minimal Fastify route calling BullMQ's \`Queue.add\`
 
 requeue's intake (Fastify, the body validated by its zod schema through fastify-type-provider-zod, requeue's producer: id, policy, retention options) against a minimal Fastify route that calls BullMQ's \`Queue.add\` directly, target ≥ ${target}×. Each side's server in a process of its own; one private redis-server; autocannon in the bench process, ${connections} connections, ${durationSec} s after a 2 s warm-up; the sides alternating, ${repeats} runs each, medians. "Consuming": the requeue service as \`npm start\` runs it (a handler queue's worker, concurrency ${concurrency}, in the same process) against the route with a BullMQ Worker of the same concurrency in its process; "alone": the service's intake server on a requeue queue, nothing consuming, against the bare route.
 
-| setting | requeue req/s | Fastify + \`Queue.add\` req/s | ratio | per-run ratios | ≥ ${target}? |
-|---|---|---|---|---|---|
+| setting | requeue req/s | Fastify + \`Queue.add\` req/s | ratio | per-run ratios | ≥ ${target}? | server CPU per request, requeue / route (requests per CPU-second ratio) |
+|---|---|---|---|---|---|---|
 ${row('consuming', 'consuming (as the service runs)')}
 ${row('alone', 'intake alone')}
 

@@ -4,7 +4,8 @@
  * consuming in the same process); `bullmq` runs a minimal Fastify route that
  * calls BullMQ's `Queue.add` directly, with a BullMQ Worker consuming in the
  * same process. A concurrency of 0 runs no consumer (the intake alone).
- * Prints the base URL on stdout, closes on SIGTERM.
+ * Prints the base URL on stdout, answers `'cpu'` over IPC with its CPU time,
+ * closes on SIGTERM.
  *
  *   node bench/intake/server.mjs <requeue|bullmq> <redisUrl> <queue> <concurrency>
  */
@@ -74,6 +75,11 @@ if (side === 'requeue' && concurrency === 0) {
   process.stderr.write(`unknown side ${side}\n`);
   process.exit(2);
 }
+
+// The parent asks for this process's CPU time around a measured run (IPC).
+process.on('message', (message) => {
+  if (message === 'cpu') process.send?.(process.cpuUsage());
+});
 
 process.once('SIGTERM', () => {
   close().then(
