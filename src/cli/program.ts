@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/env.js';
 import { parseQueueName } from '../policy/queue-name.js';
+import { redactText } from '../util/redact.js';
 import { CliUsageError } from './cli-error.js';
 import { registerCommands } from './commands/index.js';
 
@@ -42,13 +43,14 @@ export async function runCli(argv: string[]): Promise<number> {
       return 2;
     }
     if (err instanceof CliUsageError || err instanceof ConfigError) {
-      process.stderr.write(`requeue: ${err.message}\n`);
+      process.stderr.write(`requeue: ${redactText(err.message)}\n`);
       return 2;
     }
     // Loaded here, not up front: it brings ioredis, which most commands never need.
     const { describeConnectionFailure } = await import('./connection-flag.js');
+    // A client error may quote a URL with its password, or a command's arguments: redacted.
     process.stderr.write(
-      `requeue: ${err instanceof Error ? describeConnectionFailure(err) : String(err)}\n`,
+      `requeue: ${redactText(err instanceof Error ? describeConnectionFailure(err) : String(err))}\n`,
     );
     return 1;
   }
