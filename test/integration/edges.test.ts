@@ -53,7 +53,7 @@ function expectBadStart(result: CommandResult & { ms: number }, field: RegExp): 
   expect(result.stderr).not.toMatch(/\n\s+at /);
 }
 
-describe.concurrent('bad starts of the service exit with one line', () => {
+describe('bad starts of the service exit with one line', () => {
   it('"allowPrivate": "false" in the config file turned the SSRF guard off', async () => {
     const path = await configFile({ webhooks: { allowPrivate: 'false' } });
     expectBadStart(
