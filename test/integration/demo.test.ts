@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { redisUrl } from '../harness/redis.js';
+import { canConnect } from '../../src/redis/redis-server.js';
+import { connect, redisUrl } from '../harness/redis.js';
 
 interface DemoSummary {
   deliveries: number;
@@ -38,6 +39,34 @@ describe('npm run demo', () => {
       expect(summary.breakerTrips).toBeGreaterThan(0);
       expect(summary.receiver).toMatchObject({ duplicates: 0, badSignatures: 0 });
       expect(summary.deliveryDelayMs.p99).toBeGreaterThanOrEqual(summary.deliveryDelayMs.p50);
+      // Each number printed says what it counts.
+      for (const label of ['delivered', 'retries', 'deferrals', 'dead-lettered', 'breaker trips']) {
+        expect(stdout).toMatch(new RegExp(`^  ${label} +\\d+[^:\\n]*: \\S`, 'm'));
+      }
+    },
+  );
+
+  it(
+    "runs on a private redis-server and leaves nothing in the user's Redis",
+    { timeout: 120_000 },
+    async () => {
+      const redis = connect();
+      const before = await redis.keys('*demo-webhooks-*');
+      const child = spawn(process.execPath, ['--import', 'tsx', 'workers/service/demo.ts'], {
+        env: { ...process.env, REDIS_URL: redisUrl(), DEMO_JOBS: '30', LOG_LEVEL: 'silent' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.stdout.resume();
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code).toBe(0);
+      const port = /a private redis-server on 127\.0\.0\.1:(\d+)/.exec(stderr)?.[1];
+      expect(port).toBeDefined();
+      expect(await redis.keys('*demo-webhooks-*')).toEqual(before);
+      // Its private server is gone with it.
+      expect(await canConnect('127.0.0.1', Number(port))).toBe(false);
+      redis.disconnect();
     },
   );
 });

@@ -9,13 +9,16 @@ import { createQueue } from '../../src/scheduler/queue.js';
 import { quantile } from '../../src/util/stats.js';
 import { systemClock } from '../../src/util/system.js';
 import { createWebhookWorker, enqueueWebhook, verifyWebhook } from '../webhook/index.js';
-import { chooseRedis } from './embedded-redis.js';
+import { rm } from 'node:fs/promises';
+import { hasRedisServer, startRedisServer } from '../../src/redis/redis-server.js';
 
 /**
  * `npm run demo`: requeue delivering a few thousand webhooks to a flaky
  * receiver on loopback — 503s, 429s with Retry-After, an outage of a few
  * seconds, one endpoint answering 410 — with a live progress line and a
- * closing summary.
+ * closing summary. It runs on a private `redis-server` of its own (a free
+ * port, a temporary directory, no AOF), never on whatever answers on 6379 or
+ * REDIS_URL, and removes it afterwards: it leaves nothing behind.
  */
 
 const deliveries = Number(process.env.DEMO_JOBS ?? 3000);
@@ -29,6 +32,14 @@ const endpoints: { id: string; behaviour: Behaviour }[] = [
   { id: 'billing', behaviour: 'outage' },
   { id: 'legacy', behaviour: 'gone' },
 ];
+
+/** What each dead-letter reason means here. */
+const deadReasons: Record<string, string> = {
+  gone: 'the 410 endpoint answered "gone" and was disabled',
+  'endpoint-disabled': 'later jobs for the disabled endpoint, never sent',
+  'max-attempts': 'still failing after 10 attempts',
+  'max-deferrals': 'deferred by an open circuit too often',
+};
 
 async function main(): Promise<void> {
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'silent' });
@@ -77,8 +88,16 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const port = (receiver.address() as AddressInfo).port;
 
-  const redisChoice = await chooseRedis(process.env.REDIS_URL, '.requeue', logger);
-  const connection = createRedis(redisChoice.url);
+  if (!(await hasRedisServer())) {
+    throw new ConfigError(
+      'the demo runs on a private redis-server of its own, and there is none on PATH: install one ' +
+        '(apt-get install redis-server, dnf install redis, brew install redis); it never uses your Redis',
+    );
+  }
+  const redis = await startRedisServer({ appendonly: false });
+  // Ended early (an error), the demo must not leave its server running: stop() signals at once.
+  process.once('exit', () => void redis.stop());
+  const connection = createRedis(redis.url);
   const queueName = `demo-webhooks-${randomBytes(3).toString('hex')}`;
   const queue = createQueue(queueName, { connection });
   const worker = createWebhookWorker(queueName, {
@@ -112,7 +131,7 @@ async function main(): Promise<void> {
 
   process.stderr.write(
     `requeue demo: ${deliveries} webhook deliveries to ${endpoints.length} endpoints on 127.0.0.1:${port} ` +
-      `(Redis: ${redisChoice.source}, queue ${queueName})\n`,
+      `(Redis: a private redis-server on ${redis.url.replace('redis://', '')}, removed afterwards)\n`,
   );
   const batch = [];
   for (let i = 0; i < deliveries; i += 1) {
@@ -161,16 +180,21 @@ async function main(): Promise<void> {
     receiver: { requests, duplicates, badSignatures },
     seconds: Number(((systemClock.now() - startedAt) / 1000).toFixed(1)),
   };
+  const deadLines = [...dead].map(
+    ([reason, n]) => `${reason} ${n}: ${deadReasons[reason] ?? 'see requeue dlq list'}`,
+  );
   process.stdout.write(
     [
       '',
       'summary',
-      `  delivered       ${delivered} of ${deliveries} (each exactly once: ${duplicates === 0 ? 'yes' : `no, ${duplicates} twice`})`,
-      `  retries         ${retries} (and ${deferrals} deferrals while a circuit was open)`,
-      `  dead-lettered   ${[...dead].map(([r, n]) => `${r} ${n}`).join(', ') || 'none'}`,
-      `  breaker trips   ${trips}`,
-      `  delivery delay  p50 ${summary.deliveryDelayMs.p50} ms, p99 ${summary.deliveryDelayMs.p99} ms`,
-      `  receiver saw    ${requests} requests, ${badSignatures} with a bad signature`,
+      `  delivered       ${delivered} of ${deliveries}: webhooks the receiver answered 2xx; each exactly once: ${duplicates === 0 ? 'yes (no event was accepted twice)' : `no, ${duplicates} twice`}`,
+      `  retries         ${retries}: failed attempts scheduled again (503s, 429s with Retry-After, the outage)`,
+      `  deferrals       ${deferrals}: jobs put back unsent while their endpoint's circuit was open (no attempt used)`,
+      `  dead-lettered   ${deadTotal()}${deadLines.length > 0 ? `: ${deadLines.join('; ')}` : ''}`,
+      `  breaker trips   ${trips}: times an endpoint's circuit opened`,
+      `  delivery delay  p50 ${summary.deliveryDelayMs.p50} ms, p99 ${summary.deliveryDelayMs.p99} ms: from enqueue to the 2xx, over delivered webhooks`,
+      `  receiver saw    ${requests} requests: every attempt, retries included; ${badSignatures} with a bad signature`,
+      `  took            ${summary.seconds} s`,
       '',
       JSON.stringify(summary),
       '',
@@ -180,7 +204,8 @@ async function main(): Promise<void> {
   await worker.close({ timeoutMs: 5000 });
   await queue.close();
   connection.disconnect();
-  await redisChoice.server?.stop();
+  await redis.stop();
+  await rm(redis.dir, { recursive: true, force: true });
   receiver.close();
 }
 
