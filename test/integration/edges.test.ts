@@ -133,6 +133,30 @@ describe('a Redis that refuses the password', () => {
     expect(result.stdout + result.stderr).not.toContain(password);
     expectBadStart(result, /config\.redisUrl: Redis refused the credentials \(WRONGPASS\)/);
   });
+
+  it('`requeue worker` and the stream worker retried a refused password for ever', async () => {
+    const password = 'wrong-pass-3b8f10';
+    const url = `redis://:${password}@127.0.0.1:${server.port}`;
+    const timed = async (script: string, args: string[], env: Record<string, string>) => {
+      const started = Date.now();
+      const result = await runTs(script, args, { ...env, LOG_LEVEL: 'info' }, 15_000);
+      return { ...result, ms: Date.now() - started };
+    };
+    const [cli, stream] = await Promise.all([
+      timed('src/cli/main.ts', ['worker', 'q', '--handler', 'examples/flaky-handler.mjs'], {
+        REDIS_URL: url,
+      }),
+      timed('workers/stream/main.ts', [], {
+        REDIS_URL: url,
+        STREAM: 's',
+        GROUP: 'g',
+        HANDLER: 'examples/flaky-handler.mjs',
+      }),
+    ]);
+    expectBadStart(cli, /^requeue: REDIS_URL: Redis refused the credentials/);
+    expectBadStart(stream, /^requeue-stream: env\.REDIS_URL: Redis refused the credentials/);
+    expect(cli.stdout + cli.stderr + stream.stdout + stream.stderr).not.toContain(password);
+  });
 });
 
 describe('the CLI never prints a webhook’s credentials', () => {

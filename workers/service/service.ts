@@ -1,12 +1,12 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { ConfigError } from '../../src/config/env.js';
 import { createLogger, maskUrl, type Logger } from '../../src/config/logger.js';
+import { checkRedis } from '../../src/redis/check-redis.js';
 import { createRedis } from '../../src/redis/connection.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler, type RequeueWorker } from '../../src/scheduler/worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
-import { redactText } from '../../src/util/redact.js';
 import { createWebhookWorker, enqueueWebhook, webhookJobSchema } from '../webhook/index.js';
 import type { ServiceConfig } from './config.js';
 import { chooseRedis, type RedisChoice } from './embedded-redis.js';
@@ -71,38 +71,6 @@ export async function startService(
   } catch (err) {
     await closeOpened();
     throw err;
-  }
-}
-
-/**
- * Connects once, with a short deadline and no retries, before any worker
- * starts: a refused password or an unreachable Redis stops the start with one
- * line naming the setting (and never the password), instead of a worker
- * logging the refusal for ever.
- */
-export async function checkRedis(url: string, label: string, timeoutMs = 5_000): Promise<void> {
-  const probe = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: timeoutMs,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    retryStrategy: () => null,
-  });
-  let lastError: Error | undefined;
-  probe.on('error', (err: Error) => {
-    lastError = err;
-  });
-  try {
-    await probe.connect();
-    await probe.ping();
-  } catch (err) {
-    const cause = lastError ?? (err as Error);
-    const reason = /WRONGPASS|NOAUTH|invalid password|AUTH/i.test(cause.message)
-      ? `Redis refused the credentials (${cause.message.split(' ')[0]})`
-      : `cannot reach Redis at ${maskUrl(url)} (${redactText(cause.message)})`;
-    throw new ConfigError(`${label}: ${reason}`);
-  } finally {
-    probe.disconnect();
   }
 }
 

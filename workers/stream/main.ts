@@ -15,7 +15,8 @@ import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
 import { limits } from '../../src/policy/limits.js';
 import { checkQueueSet } from '../../src/policy/queue-name.js';
 import { redactText } from '../../src/util/redact.js';
-import { createRedis } from '../../src/redis/connection.js';
+import { checkRedis } from '../../src/redis/check-redis.js';
+import { createRedis, defaultRedisUrl } from '../../src/redis/connection.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 import { systemClock } from '../../src/util/system.js';
@@ -77,6 +78,7 @@ async function main(): Promise<void> {
   );
   // The module may also export a zod `schema` for the fields.
   const schema = exports.schema instanceof z.ZodType ? exports.schema : undefined;
+  await checkRedis(env.REDIS_URL ?? defaultRedisUrl, 'env.REDIS_URL');
   const redis = createRedis(env.REDIS_URL);
 
   const consumer = createStreamConsumer({
@@ -143,5 +145,5 @@ main().catch((err: unknown) => {
   process.stderr.write(`requeue-stream: ${redactText(message.replace(/\s*\n\s*/g, ' '))}\n`);
   process.exitCode = err instanceof ConfigError ? 2 : 1;
   // Open connections must not keep a failed start alive.
-  setTimeout(() => process.exit(1), 1000).unref();
+  setTimeout(() => process.exit(), 1000).unref();
 });

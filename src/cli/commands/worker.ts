@@ -4,6 +4,7 @@ import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
 import { limits } from '../../policy/limits.js';
 import { parseRetryPolicy } from '../../policy/retry-policy.js';
+import { checkRedis } from '../../redis/check-redis.js';
 import { createWorker, type Handler } from '../../scheduler/worker.js';
 import { loadHandlerModule } from '../../util/load-module.js';
 import { closeOnSignal } from '../../util/signals.js';
@@ -70,8 +71,11 @@ export function registerWorker(program: Command): void {
       '--handler',
     );
     const logger = createLogger();
+    const url = redisUrlFrom(opts);
+    // A Redis that refuses the password (or is not there) is one line, not a worker retrying for ever.
+    await checkRedis(url, opts.redis !== undefined ? '--redis' : 'REDIS_URL');
     const worker = createWorker(queue, handler, {
-      connection: redisUrlFrom(opts),
+      connection: url,
       concurrency,
       lockDurationMs,
       stalledIntervalMs: Math.max(100, Math.round(lockDurationMs / 2)),
