@@ -1,4 +1,4 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, type Option } from 'commander';
 import { ConfigError } from '../config/env.js';
 import { parseQueueName } from '../policy/queue-name.js';
 import { redactText } from '../util/redact.js';
@@ -16,18 +16,61 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
     .version('0.1.0')
     .showSuggestionAfterError(true)
     .exitOverride()
+    .configureHelp({ optionDescription: describeOption })
     .configureOutput({
       // One line, even when commander adds a suggestion on a line of its own.
       outputError: (str, write) => write(str.trim().replace(/\s*\n\s*/g, ' ') + '\n'),
     });
   await registerCommands(program, argv);
+  const required = deferRequiredOptions(program);
   // One check of every `<queue>` argument, before any command runs or connects.
   program.hook('preAction', (_program, command) => {
+    for (const option of command.options) {
+      if (required.has(option) && command.getOptionValue(option.attributeName()) === undefined) {
+        command.error(`error: required option '${option.flags}' not specified`, {
+          exitCode: 2,
+          code: 'commander.missingMandatoryOptionValue',
+        });
+      }
+    }
     command.registeredArguments.forEach((argument, index) => {
       if (argument.name() === 'queue') parseQueueName(command.processedArgs[index], '<queue>');
     });
   });
   return program;
+}
+
+/**
+ * Commander checks required options before unknown ones, so `enqueue q
+ * --dta x` would complain that `--data` is missing rather than name the
+ * typo. Required options are marked optional for the parser and checked
+ * in `preAction`, after the unknown-option check; the returned set says
+ * which.
+ */
+function deferRequiredOptions(command: Command, required = new Set<Option>()): Set<Option> {
+  for (const option of command.options) {
+    if (option.mandatory) {
+      option.mandatory = false;
+      required.add(option);
+    }
+  }
+  for (const sub of command.commands) deferRequiredOptions(sub, required);
+  return required;
+}
+
+/**
+ * An option's help text with its default written one way, `(default: X)`:
+ * commander's own (unquoted) and those written into descriptions alike.
+ */
+function describeOption(option: Option): string {
+  const text = option.description.replace(/\(default(?!:)\s*/g, '(default: ');
+  const extra: string[] = [];
+  if (option.argChoices) extra.push(`choices: ${option.argChoices.join(', ')}`);
+  if (option.defaultValue !== undefined && !option.negate) {
+    extra.push(`default: ${option.defaultValueDescription ?? String(option.defaultValue)}`);
+  }
+  if (option.envVar !== undefined) extra.push(`env: ${option.envVar}`);
+  return extra.length > 0 ? `${text} (${extra.join(', ')})` : text;
 }
 
 /** Runs the CLI; returns the process exit code. */
