@@ -8,6 +8,7 @@
  * 0–20 ms (each add wakes the worker early, hiding the timer).
  * `node --import tsx bench/lateness.bench.ts [--jobs N] [--rounds R]`.
  */
+import { rm } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { formatTable } from '../src/cli/table.js';
 import { createLogger } from '../src/config/logger.js';
@@ -73,6 +74,7 @@ async function measure(hz: number, load: Load): Promise<number[]> {
   await queue.close();
   connection.disconnect();
   await server.stop();
+  await rm(server.dir, { recursive: true, force: true });
   return lateness;
 }
 
