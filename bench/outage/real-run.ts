@@ -1,0 +1,242 @@
+import { Agent, request } from 'node:http';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import type { Redis } from 'ioredis';
+// The built package, as users run it (`npm run build` first; the bench script does).
+import { createLogger, createQueue, createWorker, RetryableError, type RequeueJob } from 'requeue';
+import type { OutageParams, SecondStats } from '../../src/policy/simulate/outage.js';
+import type { SimStrategy } from '../../src/policy/simulate/sim-strategy.js';
+import { Worker } from 'node:worker_threads';
+import type { ServerSeconds } from './latency-server.js';
+import type { ServerThreadData, ToThread } from './server-thread.js';
+
+/** One strategy's run against the real system. */
+export interface RealRun {
+  perSecond: SecondStats[];
+  peakConcurrency: number;
+  /** Requests that reached the server (backlogged ones included). */
+  calls: number;
+  /** Jobs (client requests) added, and attempts started. */
+  jobs: number;
+  attempts: number;
+  /** Work the server finished after its client had gone. */
+  abandoned: number;
+  /** Requests a stopped server with a full backlog left unanswered. */
+  refused: number;
+  /** The server's own event loop (its thread's): delay p99 and max, ms. */
+  serverLoopDelayMs: { p99: number; max: number };
+  /** Jobs that died (maxAttempts 1000: none expected). */
+  dead: number;
+  /** When each retry started minus when requeue scheduled it, ms: median, p95, max. */
+  retryLateMs: { p50: number; p95: number; max: number; n: number };
+  /** The event loop's delay over the run, ms: p99 and max. */
+  loopDelayMs: { p99: number; max: number };
+  /** The client timers' mean gap, as drawn, ms (the simulator's is `meanGapMs`). */
+  meanGapDrawnMs: number;
+}
+
+const logger = createLogger({ level: 'silent' });
+
+/**
+ * Runs the outage for real: `params.clients` clients, each a chain of requeue
+ * jobs (one at a time; the next is added an exponentially distributed gap
+ * after the previous one completed, as the simulator's client sends its next
+ * request), processed by a requeue worker whose handler calls a
+ * {@link LatencyServer} on loopback with a client timeout. A timeout is a
+ * {@link RetryableError}: requeue's policy schedules the retry. The server
+ * is stopped and resumed at the simulator's times.
+ */
+export async function runReal(
+  strategy: SimStrategy,
+  params: OutageParams,
+  connection: Redis,
+  queueName: string,
+  random: () => number,
+): Promise<RealRun> {
+  const seconds = Math.ceil(params.durationMs / 1000);
+  const ok = new Int32Array(seconds);
+  const errors = new Int32Array(seconds);
+  const timeouts = new Int32Array(seconds);
+  // The thread's code is TypeScript: tsx's loader is registered in the thread first.
+  const entry = new URL('./server-thread.ts', import.meta.url).href;
+  const thread = new Worker(
+    `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`,
+    {
+      eval: true,
+      workerData: {
+        model: params.server,
+        seconds,
+        stopAtMs: params.stopAtMs,
+        stopForMs: params.stopForMs,
+      } satisfies ServerThreadData,
+    },
+  );
+  const fromThread = <T>(kind: string): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const onMessage = (message: { kind: string } & T): void => {
+        if (message.kind !== kind) return;
+        thread.off('message', onMessage);
+        resolve(message);
+      };
+      thread.on('message', onMessage);
+      thread.once('error', reject);
+    });
+  const toThread = (message: ToThread): void => thread.postMessage(message);
+  const { url } = await fromThread<{ url: string }>('url');
+  const agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 4096 });
+  const policy = {
+    strategy: strategy === 'none' ? params.policy.strategy : strategy,
+    baseMs: strategy === 'none' ? 0 : params.policy.baseMs,
+    capMs: params.policy.capMs,
+    factor: params.policy.factor,
+    jitter: params.policy.jitter,
+    randomMs: params.policy.randomMs,
+    // The simulator's clients retry until they succeed.
+    maxAttempts: 1000,
+  };
+  const queue = createQueue<{ client: number }>(queueName, { connection, policy });
+  let t0 = performance.now();
+  const secondOf = (now: number): number => Math.floor((now - t0) / 1000);
+  const retryAt = new Map<string, number>();
+  const late: number[] = [];
+  let attempts = 0;
+
+  const call = (signalMs: number): Promise<'ok' | 'timeout' | Error> =>
+    new Promise((resolve) => {
+      let settled = false;
+      const settle = (outcome: 'ok' | 'timeout' | Error): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(outcome);
+      };
+      const req = request(url, { agent, method: 'GET' }, (res) => {
+        res.resume();
+        res.on('end', () => settle(res.statusCode === 200 ? 'ok' : new Error(`${res.statusCode}`)));
+        res.on('error', (err) => settle(err));
+      });
+      // The client's timeout: it stops waiting and drops the connection; the server carries on.
+      const timer = setTimeout(() => {
+        settle('timeout');
+        req.destroy();
+      }, signalMs);
+      req.on('error', (err) => settle(err));
+      req.end();
+    });
+
+  const handler = async (job: RequeueJob<{ client: number }>): Promise<number> => {
+    attempts++;
+    const due = retryAt.get(job.id);
+    if (due !== undefined) {
+      retryAt.delete(job.id);
+      late.push(Math.round(Date.now() - due));
+    }
+    const outcome = await call(params.timeoutMs);
+    const s = secondOf(performance.now());
+    if (outcome === 'ok') {
+      if (s < seconds) ok[s]!++;
+      return job.data.client;
+    }
+    if (outcome === 'timeout') {
+      if (s < seconds) timeouts[s]!++;
+      throw new RetryableError(`client timeout after ${params.timeoutMs} ms`);
+    }
+    if (s < seconds) errors[s]!++;
+    throw new RetryableError(outcome.message, { cause: outcome });
+  };
+
+  const worker = createWorker(queueName, handler, {
+    connection,
+    // Every client can be waiting on the server at once.
+    concurrency: Math.min(1000, params.clients),
+    policy,
+    logger,
+    autorun: false,
+  });
+  worker.on('error', (err) => console.error(`requeue worker error: ${err.message}`));
+  worker.on('retry:scheduled', (e) => retryAt.set(e.jobId, e.retryAt));
+
+  // The clients: one job at a time each, the next one a random gap after the last completed.
+  let running = true;
+  let jobs = 0;
+  let dead = 0;
+  let gapSum = 0;
+  let gaps = 0;
+  const clientOf = new Map<string, number>();
+  const timers = new Set<NodeJS.Timeout>();
+  const next = (client: number): void => {
+    const gap = -params.meanGapMs * Math.log(1 - random());
+    gapSum += gap;
+    gaps++;
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      if (!running) return;
+      jobs++;
+      queue.add('request', { client }).then(
+        (added) => clientOf.set(added.id, client),
+        (err: Error) => {
+          console.error(`add failed: ${err.message}`);
+        },
+      );
+    }, gap);
+    timers.add(timer);
+  };
+  worker.on('job:completed', (e) => {
+    clientOf.delete(e.jobId);
+    if (running) next(e.result as number);
+  });
+  worker.on('job:dead-lettered', (e) => {
+    dead++;
+    const client = clientOf.get(e.jobId);
+    if (running && client !== undefined) next(client);
+  });
+
+  await worker.waitUntilReady();
+  const workerRun = worker.run();
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  t0 = performance.now();
+  toThread({ kind: 'start', t0Epoch: performance.timeOrigin + t0 });
+  for (let client = 0; client < params.clients; client++) next(client);
+  await new Promise((resolve) => setTimeout(resolve, params.durationMs));
+  running = false;
+  loop.disable();
+  for (const timer of timers) clearTimeout(timer);
+
+  // Unblocks the handlers waiting on a stopped server, then stops the worker.
+  const stats = fromThread<{ stats: ServerSeconds }>('stats');
+  toThread({ kind: 'close' });
+  const server = await stats;
+  await thread.terminate();
+  await worker.close({ timeoutMs: 2_000 });
+  await workerRun.catch(() => undefined);
+  await queue.close();
+  agent.destroy();
+
+  const perSecond: SecondStats[] = [];
+  for (let t = 0; t < seconds; t++) {
+    perSecond.push({
+      t,
+      ok: ok[t]!,
+      errors: errors[t]!,
+      timeouts: timeouts[t]!,
+      concurrency: server.stats.concurrency[t]!,
+    });
+  }
+  late.sort((a, b) => a - b);
+  const q = (p: number): number =>
+    late[Math.min(late.length - 1, Math.floor(p * late.length))] ?? 0;
+  return {
+    perSecond,
+    peakConcurrency: server.stats.peak,
+    calls: server.stats.calls,
+    jobs,
+    attempts,
+    abandoned: server.stats.abandoned,
+    refused: server.stats.refused,
+    dead,
+    retryLateMs: { p50: q(0.5), p95: q(0.95), max: late.at(-1) ?? 0, n: late.length },
+    loopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
+    serverLoopDelayMs: server.stats.loopDelayMs,
+    meanGapDrawnMs: gaps > 0 ? gapSum / gaps : 0,
+  };
+}
