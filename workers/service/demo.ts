@@ -14,7 +14,7 @@ import { hasRedisServer, startRedisServer } from '../../src/redis/redis-server.j
 
 /**
  * `npm run demo`: requeue delivering a few thousand webhooks to a flaky
- * receiver on loopback — 503s, 429s with Retry-After, an outage of a few
+ * receiver on loopback — 503s, a rate limit answering 429s with Retry-After, an outage of a few
  * seconds, one endpoint answering 410 — with a live progress line and a
  * closing summary. It runs on a private `redis-server` of its own (a free
  * port, a temporary directory, no AOF), never on whatever answers on 6379 or
@@ -48,7 +48,9 @@ async function main(): Promise<void> {
   const delays: number[] = [];
   let requests = 0;
   let badSignatures = 0;
-  const firstTry = new Set<string>();
+  /** When the rate-limited endpoint accepted its requests of the last second. */
+  const crmAccepted: number[] = [];
+  const crmPerSecond = 40;
 
   const receiver = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -70,9 +72,13 @@ async function main(): Promise<void> {
       if (behaviour === 'gone') return void res.writeHead(410).end('endpoint removed');
       if (behaviour === 'outage' && now - startedAt < outageMs)
         return void res.writeHead(503).end('down');
-      if (behaviour === 'rate-limited' && !firstTry.has(key)) {
-        firstTry.add(key);
-        return void res.writeHead(429, { 'retry-after': '1' }).end('slow down');
+      if (behaviour === 'rate-limited') {
+        // A real rate limit: at most `crmPerSecond` requests a second, then
+        // 429 with Retry-After (which pauses the endpoint on every worker).
+        while (crmAccepted.length > 0 && now - crmAccepted[0]! >= 1_000) crmAccepted.shift();
+        if (crmAccepted.length >= crmPerSecond)
+          return void res.writeHead(429, { 'retry-after': '1' }).end('slow down');
+        crmAccepted.push(now);
       }
       if (behaviour === 'flaky' && (id.charCodeAt(id.length - 1) + requests) % 5 === 0) {
         return void res.writeHead(503).end('try again');
@@ -189,7 +195,7 @@ async function main(): Promise<void> {
       'summary',
       `  delivered       ${delivered} of ${deliveries}: webhooks the receiver answered 2xx; each exactly once: ${duplicates === 0 ? 'yes (no event was accepted twice)' : `no, ${duplicates} twice`}`,
       `  retries         ${retries}: failed attempts scheduled again (503s, 429s with Retry-After, the outage)`,
-      `  deferrals       ${deferrals}: jobs put back unsent while their endpoint's circuit was open (no attempt used)`,
+      `  deferrals       ${deferrals}: jobs put back unsent (no attempt used) while their endpoint's circuit was open, it was paused by a 429, or it had as many deliveries running as it may`,
       `  dead-lettered   ${deadTotal()}${deadLines.length > 0 ? `: ${deadLines.join('; ')}` : ''}`,
       `  breaker trips   ${trips}: times an endpoint's circuit opened`,
       `  delivery delay  p50 ${summary.deliveryDelayMs.p50} ms, p99 ${summary.deliveryDelayMs.p99} ms: from enqueue to the 2xx, over delivered webhooks`,
