@@ -1,4 +1,5 @@
-import type { z } from 'zod';
+import { z } from 'zod';
+import { limits } from '../policy/limits.js';
 import type { Logger } from '../config/logger.js';
 import type { BreakerOptionsInput } from '../policy/breaker/breaker-options.js';
 import type { BudgetOptionsInput } from '../policy/budget/budget-options.js';
@@ -67,3 +68,12 @@ export interface WorkerOptions<T = unknown> {
   clock?: Clock;
   random?: Random;
 }
+
+/** The numbers among {@link WorkerOptions}, with their bounds (`src/policy/limits.ts`). */
+export const workerNumbersSchema = z.object({
+  concurrency: z.number().int().min(1).max(limits.concurrency).optional(),
+  attemptTimeoutMs: z.number().int().min(1).max(limits.timeoutMs).optional(),
+  lockDurationMs: z.number().int().min(100).max(limits.timeoutMs).optional(),
+  stalledIntervalMs: z.number().int().min(100).max(limits.timeoutMs).optional(),
+  keyConcurrency: z.number().int().min(1).max(limits.concurrency).optional(),
+});

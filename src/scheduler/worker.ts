@@ -25,7 +25,9 @@ import { TypedEmitter, type WorkerEvents } from './events.js';
 import { FetchPause } from './fetch-pause.js';
 import { JobMoves } from './job-moves.js';
 import { KeyGate } from './key-gate.js';
-import type { WorkerOptions } from './worker-options.js';
+import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
+import { parseQueueName } from '../policy/queue-name.js';
+import { parseConfig } from '../policy/validate.js';
 
 export type { Handler, RequeueJob } from './attempt.js';
 export type { WorkerOptions } from './worker-options.js';
@@ -73,6 +75,19 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     private readonly options: WorkerOptions<T> = {},
   ) {
     super();
+    parseQueueName(name, 'worker');
+    parseConfig(
+      workerNumbersSchema,
+      {
+        concurrency: options.concurrency,
+        attemptTimeoutMs: options.attemptTimeoutMs,
+        lockDurationMs: options.lockDurationMs,
+        stalledIntervalMs: options.stalledIntervalMs,
+        keyConcurrency:
+          typeof options.keyConcurrency === 'number' ? options.keyConcurrency : undefined,
+      },
+      'worker',
+    );
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;

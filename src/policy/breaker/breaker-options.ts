@@ -1,7 +1,11 @@
 import { z } from 'zod';
+import { limits } from '../limits.js';
 import { parseConfig } from '../validate.js';
 
-const positiveMs = z.number().int().positive();
+/** Every duration of the breaker: positive, at most a day (`src/policy/limits.ts`). */
+const positiveMs = z.number().int().positive().max(limits.windowMs);
+/** Every count of the breaker: at most a million. */
+const maxCount = 1_000_000;
 
 /**
  * Options of the circuit breaker shared by a queue's workers, with their
@@ -12,21 +16,21 @@ export const breakerOptionsSchema = z
     /** Open when failures / total in the window reach this. @defaultValue `0.5` */
     failureRate: z.number().gt(0).max(1).default(0.5),
     /** …and the window holds at least this many outcomes. @defaultValue `10` */
-    minimumRequests: z.number().int().min(1).default(10),
+    minimumRequests: z.number().int().min(1).max(maxCount).default(10),
     /** The sliding window's length. @defaultValue `10_000` */
     windowMs: positiveMs.default(10_000),
     /** The window is kept in this many buckets. @defaultValue `10` */
     buckets: z.number().int().min(1).max(600).default(10),
     /** Also open after this many failures in a row, if set. */
-    consecutiveFailures: z.number().int().min(1).optional(),
+    consecutiveFailures: z.number().int().min(1).max(maxCount).optional(),
     /** How long the circuit stays open before probing. @defaultValue `30_000` */
     openMs: positiveMs.default(30_000),
     /** Each repeated trip multiplies the open time by this (1: constant). @defaultValue `1` */
-    openFactor: z.number().min(1).default(1),
+    openFactor: z.number().min(1).max(limits.factor).default(1),
     /** The open time never exceeds this. @defaultValue `300_000` */
     maxOpenMs: positiveMs.default(300_000),
     /** Trial jobs let through, fleet-wide, while half-open. @defaultValue `1` */
-    halfOpenProbes: z.number().int().min(1).default(1),
+    halfOpenProbes: z.number().int().min(1).max(1_000).default(1),
     /**
      * The half-open period closes when at least this share of its
      * `halfOpenProbes` probes succeed, and ramps probes up one per success;
@@ -44,11 +48,11 @@ export const breakerOptionsSchema = z
      */
     isolatedRetryMs: positiveMs.default(10_000),
     /** A job is deferred at most this many times, then dead-lettered (`max-deferrals`). @defaultValue `1_000` */
-    maxDeferrals: z.number().int().min(1).default(1_000),
+    maxDeferrals: z.number().int().min(1).max(maxCount).default(1_000),
     /** Outcomes are sent to Redis at least this often. @defaultValue `100` */
     flushIntervalMs: positiveMs.default(100),
     /** …or as soon as this many are waiting. @defaultValue `64` */
-    flushSize: z.number().int().min(1).default(64),
+    flushSize: z.number().int().min(1).max(10_000).default(64),
   })
   .refine((o) => o.maxOpenMs >= o.openMs, {
     message: 'maxOpenMs must be ≥ openMs',
