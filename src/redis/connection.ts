@@ -14,7 +14,12 @@ export function createRedis(
   url: string = process.env.REDIS_URL ?? defaultRedisUrl,
   extra: RedisOptions = {},
 ): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, ...extra });
+  const redis = new Redis(url, { maxRetriesPerRequest: null, ...extra });
+  // A lost connection surfaces as the rejection of each command that meets it
+  // (and ioredis reconnects by itself); without a listener, ioredis would
+  // also print every failed reconnection as an unhandled error event.
+  redis.on('error', () => undefined);
+  return redis;
 }
 
 /**

@@ -75,6 +75,8 @@ export class BreakerGate {
     if (!this.breakers) return;
     const subscriber = this.options.redis.duplicate();
     this.subscriber = subscriber;
+    // Connection trouble: ioredis reconnects by itself, and the reload on 'ready' catches up.
+    subscriber.on('error', () => undefined);
     subscriber.on('message', (_channel: string, raw: string) => {
       try {
         const message = JSON.parse(raw) as BreakerMessage;

@@ -24,6 +24,9 @@
 import { z } from 'zod';
 import { ConfigError, envSchema, parseConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
+import { queueNameSchema } from '../../src/policy/queue-name.js';
+import { checkRedis } from '../../src/redis/check-redis.js';
+import { redactText } from '../../src/util/redact.js';
 import { defaultRedisUrl } from '../../src/redis/connection.js';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { createWebhookWorker, webhookWorkerDefaults } from './worker.js';
@@ -36,10 +39,7 @@ const flag = z
 
 /** The process's environment, every default visible here. */
 export const webhookEnvSchema = envSchema.extend({
-  WEBHOOK_QUEUE: z
-    .string()
-    .regex(/^[^:]+$/, 'must be a queue name without ":"')
-    .default('webhooks'),
+  WEBHOOK_QUEUE: queueNameSchema.default('webhooks'),
   WEBHOOK_CONCURRENCY: z.coerce
     .number()
     .int()
@@ -85,8 +85,11 @@ export const webhookEnvSchema = envSchema.extend({
 async function main(): Promise<void> {
   const env = parseConfig(webhookEnvSchema, process.env, 'env');
   const logger = createLogger({ name: 'requeue-webhooks', level: env.LOG_LEVEL });
+  const redisUrl = env.REDIS_URL ?? defaultRedisUrl;
+  // A Redis that refuses the password or does not answer: one line, not retries for ever.
+  await checkRedis(redisUrl, env.REDIS_URL ? 'env.REDIS_URL' : 'redis');
   const worker = createWebhookWorker(env.WEBHOOK_QUEUE, {
-    connection: env.REDIS_URL ?? defaultRedisUrl,
+    connection: redisUrl,
     concurrency: env.WEBHOOK_CONCURRENCY,
     ...(env.WEBHOOK_ENDPOINT_CONCURRENCY !== undefined
       ? { keyConcurrency: env.WEBHOOK_ENDPOINT_CONCURRENCY }
@@ -124,6 +127,7 @@ main().catch((err: unknown) => {
     process.exitCode = 2;
     return;
   }
-  process.stderr.write(`requeue-webhooks: ${(err as Error)?.stack ?? String(err)}\n`);
+  // One line, secrets blanked (a client's error may quote a URL or AUTH's arguments).
+  process.stderr.write(`requeue-webhooks: ${redactText(String((err as Error)?.message ?? err))}\n`);
   process.exitCode = 1;
 });
