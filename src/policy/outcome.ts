@@ -32,6 +32,11 @@ export type AttemptOutcome =
  * run again.
  */
 export function storableResult(value: unknown): unknown {
+  // What JSON always stores (most handlers return one of these): no test needed.
+  if (value === undefined || value === null) return value;
+  const type = typeof value;
+  if (type === 'string' || type === 'boolean' || (type === 'number' && Number.isFinite(value)))
+    return value;
   try {
     JSON.stringify(value);
     return value;

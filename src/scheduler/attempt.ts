@@ -150,8 +150,18 @@ export async function runAttempt<T>(
     data = parsed.data;
   }
 
-  const controller = new AbortController();
-  const onClosing = ctx.track(controller);
+  // The job's AbortController is made when something needs it (the handler
+  // reads `signal`, or the attempt times out): most attempts never do.
+  let controller: AbortController | undefined;
+  let untrack: (() => void) | undefined;
+  const abortable = (): AbortController => {
+    if (!controller) {
+      controller = new AbortController();
+      untrack = ctx.track(controller);
+    }
+    return controller;
+  };
+  const onClosing = (): void => untrack?.();
   let details: Record<string, unknown> | undefined;
   let pauseUntil: number | undefined;
   const handle: RequeueJob<T> = Object.freeze({
@@ -164,7 +174,9 @@ export async function runAttempt<T>(
     replays: life,
     history: state.history,
     tags: meta.tags ?? {},
-    signal: controller.signal,
+    get signal(): AbortSignal {
+      return abortable().signal;
+    },
     annotate: (extra: Record<string, unknown>) => {
       try {
         details = { ...details, ...extra };
@@ -218,7 +230,7 @@ export async function runAttempt<T>(
       policy,
       key,
       handle,
-      controller,
+      abortable,
       onClosing,
       defer,
       details: () => details,
@@ -237,7 +249,7 @@ interface Admitted<T> {
   policy: RetryPolicy;
   key: string | undefined;
   handle: RequeueJob<T>;
-  controller: AbortController;
+  abortable: () => AbortController;
   onClosing: () => void;
   defer: (key: string, retryAt: number, reason: DeferralReason) => Attempt;
   details: () => Record<string, unknown> | undefined;
@@ -267,7 +279,7 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
   }
 
   const startedAt = ctx.clock.now();
-  const settled = await runHandler(ctx, handle, a.controller);
+  const settled = await runHandler(ctx, handle, a.abortable);
   a.onClosing();
   const finishedAt = ctx.clock.now();
   const details = a.details();
@@ -278,7 +290,8 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
         .outcome(breakerKey, true, probeId)
         ?.catch((err) => ctx.logger.warn({ err }, 'breaker'));
     if (ctx.budget) ctx.gate.settle(successRefund(ctx.budget, attempt, state.lastRetryCost));
-    await applyPause(ctx, key, a.pauseUntil());
+    const askedPause = a.pauseUntil();
+    if (askedPause !== undefined) await applyPause(ctx, key, askedPause);
     // The successful attempt joins the history when there is a history to
     // join, or details to keep; a first-time success with nothing to say
     // costs no write.
@@ -310,7 +323,7 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
       ? finishedAt + serverDelayMs
       : undefined;
   const pauseUntil = Math.max(a.pauseUntil() ?? 0, askedToWait ?? 0);
-  await applyPause(ctx, key, pauseUntil > 0 ? pauseUntil : undefined);
+  if (pauseUntil > 0) await applyPause(ctx, key, pauseUntil);
   if (breakerKey !== undefined) {
     // Only failures that speak of the dependency's health count: not a
     // permanent answer (a probe that got one shows the dependency answering),
@@ -401,19 +414,25 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 async function runHandler<T>(
   ctx: AttemptContext<T>,
   handle: RequeueJob<T>,
-  controller: AbortController,
+  abortable: () => AbortController,
 ): Promise<Settled> {
+  const timeoutMs = ctx.attemptTimeoutMs;
+  if (timeoutMs === undefined) {
+    try {
+      return { ok: true, value: await ctx.handler(handle) };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  }
   const run = (async () => ctx.handler(handle))().then(
     (value): Settled => ({ ok: true, value }),
     (error: unknown): Settled => ({ ok: false, error }),
   );
-  const timeoutMs = ctx.attemptTimeoutMs;
-  if (timeoutMs === undefined) return run;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<Settled>((resolve) => {
     timer = setTimeout(() => {
       const error = new AttemptTimeoutError(`attempt timed out after ${timeoutMs} ms`);
-      controller.abort(error);
+      abortable().abort(error);
       resolve({ ok: false, error });
     }, timeoutMs);
   });

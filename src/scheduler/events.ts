@@ -65,6 +65,7 @@ export class TypedEmitter<E extends { [K in keyof E]: unknown[] }> extends Event
    * job's fate. (graphile-worker's `safeEmit`.)
    */
   safeEmit<K extends keyof E & string>(logger: Logger, event: K, ...args: E[K]): void {
+    if (this.listenerCount(event) === 0) return;
     for (const listener of this.rawListeners(event)) {
       try {
         const returned = (listener as (...a: unknown[]) => unknown).apply(this, args);

@@ -32,6 +32,9 @@ import { parseConfig } from '../policy/validate.js';
 export type { Handler, RequeueJob } from './attempt.js';
 export type { WorkerOptions } from './worker-options.js';
 
+/** What a job on its first attempt has stored: nothing yet. */
+const firstLife = Object.freeze({ state: undefined, life: 0, lifeOffset: 0 });
+
 /** The breaker key of the queue-wide breaker (when no `breakerKey` is given). */
 export const queueBreakerKey = '__queue__';
 
@@ -245,7 +248,9 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       throw new Error('requeue needs a lock token; sandboxed processors are not supported');
     let attempt: Attempt;
     try {
-      attempt = await runAttempt(this.attemptContext, job, await this.moves.load(job));
+      // A first attempt has no stored state: no read, and no promise to wait on.
+      const stored = job.attemptsStarted <= 1 ? firstLife : await this.moves.load(job);
+      attempt = await runAttempt(this.attemptContext, job, stored);
     } catch (err) {
       // requeue's own I/O failed (Redis): the job stays active and comes back
       // through stalled recovery, counted as a stalled attempt.
