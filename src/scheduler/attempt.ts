@@ -279,7 +279,17 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
   }
 
   const startedAt = ctx.clock.now();
-  const settled = await runHandler(ctx, handle, a.abortable);
+  let settled: Settled;
+  if (ctx.attemptTimeoutMs === undefined) {
+    // Inline (no extra async frame on the path every job takes).
+    try {
+      settled = { ok: true, value: await ctx.handler(handle) };
+    } catch (error) {
+      settled = { ok: false, error };
+    }
+  } else {
+    settled = await runHandler(ctx, handle, a.abortable, ctx.attemptTimeoutMs);
+  }
   a.onClosing();
   const finishedAt = ctx.clock.now();
   const details = a.details();
@@ -415,15 +425,8 @@ async function runHandler<T>(
   ctx: AttemptContext<T>,
   handle: RequeueJob<T>,
   abortable: () => AbortController,
+  timeoutMs: number,
 ): Promise<Settled> {
-  const timeoutMs = ctx.attemptTimeoutMs;
-  if (timeoutMs === undefined) {
-    try {
-      return { ok: true, value: await ctx.handler(handle) };
-    } catch (error) {
-      return { ok: false, error };
-    }
-  }
   const run = (async () => ctx.handler(handle))().then(
     (value): Settled => ({ ok: true, value }),
     (error: unknown): Settled => ({ ok: false, error }),

@@ -32,6 +32,10 @@ import { parseConfig } from '../policy/validate.js';
 export type { Handler, RequeueJob } from './attempt.js';
 export type { WorkerOptions } from './worker-options.js';
 
+/** Where a running job carries its attempt number (deferrals not counted) to `job:completed`. */
+const attemptTag = Symbol('requeue.attempt');
+type AttemptTagged = Job & { [attemptTag]?: number };
+
 /** What a job on its first attempt has stored: nothing yet. */
 const firstLife = Object.freeze({ state: undefined, life: 0, lifeOffset: 0 });
 
@@ -66,8 +70,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private readonly applyContext: ApplyContext;
   private readonly started: Promise<void>;
   private readonly policyCache = new Map<string, RetryPolicy>();
-  /** The attempt number each running job is on, for `job:completed`. */
-  private readonly attempts = new WeakMap<Job, number>();
+
   private lastRetentionAt = -Infinity;
   private retention: Promise<unknown> = Promise.resolve();
   private closed: Promise<void> | undefined;
@@ -177,7 +180,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       this.safeEmit(this.logger, 'job:completed', {
         queue: name,
         jobId: String(job.id),
-        attempt: this.attempts.get(job) ?? job.attemptsStarted,
+        attempt: (job as AttemptTagged)[attemptTag] ?? job.attemptsStarted,
         result,
       });
     });
@@ -257,7 +260,12 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
       throw new DelayedError('left to stalled recovery');
     }
-    if (attempt.kind === 'completed') this.attempts.set(job, attempt.attempt);
+    if (attempt.kind === 'completed') {
+      // For `job:completed` (a property, not a WeakMap: no ephemeron for the GC per job).
+      (job as AttemptTagged)[attemptTag] = attempt.attempt;
+      // Nothing to store before BullMQ completes the job (its own fenced move).
+      if (!attempt.stateChanged) return attempt.result;
+    }
     return applyOutcome(this.applyContext, job, token, attempt);
   }
 
