@@ -71,31 +71,3 @@ export async function runScript<T = unknown>(
     throw new Error(`requeue: script ${name} takes ${def.numberOfKeys} keys, got ${keys.length}`);
   return fn.call(redis, ...keys, ...args);
 }
-
-/** Sets `rq` on a job hash if the lock is still `token`'s; true when written. */
-export async function setStateIfLocked(
-  redis: Redis,
-  jobKey: string,
-  token: string,
-  state: string,
-): Promise<boolean> {
-  const result = await runScript(
-    redis,
-    'setStateIfLocked',
-    [jobKey, `${jobKey}:lock`],
-    [token, state],
-  );
-  return result === 1;
-}
-
-/** Removes jobs waiting in a queue nobody processes (the DLQ), in one round trip. */
-export async function removeWaitingJobs(
-  redis: Redis,
-  waitKey: string,
-  jobKeyPrefix: string,
-  ids: readonly string[],
-): Promise<number> {
-  if (ids.length === 0) return 0;
-  const keys = [waitKey, ...ids.flatMap((id) => [jobKeyPrefix + id, `${jobKeyPrefix}${id}:logs`])];
-  return runScript<number>(redis, 'removeWaiting', keys, ids);
-}

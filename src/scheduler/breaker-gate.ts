@@ -7,6 +7,7 @@ import { retryCost, type BudgetOptions } from '../policy/budget/budget-options.j
 import { BreakerStore, type BreakerMessage, type OutcomeBatch } from '../redis/breaker-store.js';
 import { windowLengthMs, type WindowGeometry } from '../policy/window.js';
 import { BudgetStore } from '../redis/budget-store.js';
+import { followChannel, type Follower } from '../redis/follow-channel.js';
 import type { Clock } from '../util/system.js';
 
 export interface BreakerGateOptions {
@@ -40,8 +41,7 @@ export class BreakerGate {
   private requests = 0;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
-  private subscriber: Redis | undefined;
-  private refreshTimer: NodeJS.Timeout | undefined;
+  private follower: Follower | undefined;
 
   constructor(private readonly options: BreakerGateOptions) {
     // Workers started with other window options share the live window on its
@@ -73,27 +73,19 @@ export class BreakerGate {
   /** Subscribes to transitions and loads the circuits that are not closed. */
   async start(): Promise<void> {
     if (!this.breakers) return;
-    const subscriber = this.options.redis.duplicate();
-    this.subscriber = subscriber;
-    // Connection trouble: ioredis reconnects by itself, and the reload on 'ready' catches up.
-    subscriber.on('error', () => undefined);
-    subscriber.on('message', (_channel: string, raw: string) => {
-      try {
-        const message = JSON.parse(raw) as BreakerMessage;
+    this.follower = await followChannel({
+      redis: this.options.redis,
+      channel: this.breakers.channel,
+      what: 'breaker',
+      logger: this.options.logger,
+      reload: () => this.reload(),
+      onMessage: (raw) => {
+        const message = raw as BreakerMessage;
         const state = toBreakerState(message.state);
         if (!state || typeof message.key !== 'string') throw new Error('not a breaker message');
         this.apply({ ...message, state });
-      } catch (err) {
-        this.options.logger.warn({ err }, 'unreadable breaker message');
-      }
+      },
     });
-    // A message lost while reconnecting would leave the cache stale: reload then.
-    subscriber.on('ready', () => void this.reload());
-    await subscriber.subscribe(this.breakers.channel);
-    await this.reload();
-    // And now and then anyway, in case a transition happened while we were away.
-    this.refreshTimer = setInterval(() => void this.reload(), 5_000);
-    this.refreshTimer.unref();
   }
 
   /** The cached state of a key (undefined: closed, as far as this worker knows). */
@@ -202,12 +194,9 @@ export class BreakerGate {
   }
 
   async close(): Promise<void> {
-    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    this.follower?.stop();
+    this.follower = undefined;
     await this.flush();
-    if (this.subscriber) {
-      this.subscriber.disconnect();
-      this.subscriber = undefined;
-    }
   }
 
   private schedule(): void {

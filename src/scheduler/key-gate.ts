@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../config/logger.js';
+import { followChannel, type Follower } from '../redis/follow-channel.js';
 import { PauseStore, type PauseMessage } from '../redis/pause-store.js';
 import type { Clock } from '../util/system.js';
 
@@ -17,8 +18,7 @@ export class KeyGate {
   readonly pauses: PauseStore;
   private readonly running = new Map<string, number>();
   private readonly paused = new Map<string, number>();
-  private subscriber: Redis | undefined;
-  private refreshTimer: NodeJS.Timeout | undefined;
+  private follower: Follower | undefined;
 
   constructor(
     private readonly options: { redis: Redis; queue: string; clock: Clock; logger: Logger },
@@ -28,22 +28,19 @@ export class KeyGate {
 
   /** Subscribes to pauses and loads the current ones. */
   async start(): Promise<void> {
-    const subscriber = this.options.redis.duplicate();
-    this.subscriber = subscriber;
-    subscriber.on('error', () => undefined);
-    subscriber.on('message', (_channel: string, raw: string) => {
-      try {
-        const message = JSON.parse(raw) as PauseMessage;
-        if (typeof message.key === 'string' && Number.isFinite(message.until)) this.apply(message);
-      } catch (err) {
-        this.options.logger.warn({ err }, 'unreadable pause message');
-      }
+    this.follower = await followChannel({
+      redis: this.options.redis,
+      channel: this.pauses.channel,
+      what: 'pause',
+      logger: this.options.logger,
+      reload: () => this.reload(),
+      onMessage: (raw) => {
+        const message = raw as PauseMessage;
+        if (typeof message.key !== 'string' || !Number.isFinite(message.until))
+          throw new Error('not a pause message');
+        this.apply(message);
+      },
     });
-    subscriber.on('ready', () => void this.reload());
-    await subscriber.subscribe(this.pauses.channel);
-    await this.reload();
-    this.refreshTimer = setInterval(() => void this.reload(), 5_000);
-    this.refreshTimer.unref();
   }
 
   /** Until when `key` is paused, if it is now. */
@@ -77,9 +74,8 @@ export class KeyGate {
   }
 
   async close(): Promise<void> {
-    if (this.refreshTimer) clearInterval(this.refreshTimer);
-    this.subscriber?.disconnect();
-    this.subscriber = undefined;
+    this.follower?.stop();
+    this.follower = undefined;
   }
 
   private apply(message: PauseMessage): void {
