@@ -5,8 +5,7 @@
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, describe, expect, it, vi } from 'vitest';
-import { runCli } from '../../src/cli/program.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import { PauseStore } from '../../src/redis/pause-store.js';
 import { createQueue } from '../../src/scheduler/queue.js';
@@ -17,6 +16,7 @@ import {
   type WebhookWorkerOptions,
 } from '../../workers/webhook/index.js';
 import { onCleanup } from '../harness/cleanup.js';
+import { cli } from '../harness/cli.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 
 const admin = connect();
@@ -86,23 +86,6 @@ function setup(options: WebhookWorkerOptions = {}) {
       event: { id: eventId, type: 'test', payload: { eventId } },
     });
   return { name, queue, worker, enqueue };
-}
-
-/** Runs the CLI in this process and captures what it prints. */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string }> {
-  let stdout = '';
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    stdout += String(chunk);
-    return true;
-  });
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-  try {
-    const code = await runCli(['node', 'requeue', ...args, '--redis', redisUrl()]);
-    return { code, stdout };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
 }
 
 function quantile(values: number[], q: number): number {

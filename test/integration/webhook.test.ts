@@ -6,7 +6,6 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { runCli } from '../../src/cli/program.js';
 import { redactPaths } from '../../src/config/logger.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import type { WorkerEvents } from '../../src/scheduler/events.js';
@@ -21,6 +20,7 @@ import {
 } from '../../workers/webhook/index.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
+import { cli } from '../harness/cli.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -217,24 +217,6 @@ function webhookJob(
       payload: { invoice: eventCounter, amount: 1200 },
     },
   };
-}
-
-/** Runs the CLI in this process and captures what it prints. */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string }> {
-  let stdout = '';
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    stdout += String(chunk);
-    return true;
-  });
-  // Usage errors go to stderr; the exit code is what is checked.
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-  try {
-    const code = await runCli(['node', 'requeue', ...args, '--redis', redisUrl()]);
-    return { code, stdout };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
 }
 
 // ---------------------------------------------------------------------------
