@@ -117,7 +117,19 @@ async function aroundOperator<T>(
   observe(m, after);
   const afterIds = new Set(after.map(deathIdentity));
   const beforeIds = new Set(before.map(deathIdentity));
-  const gone = before.filter((rec) => !afterIds.has(deathIdentity(rec)));
+  // A death whose id died again meanwhile in a job that was not replayed (a
+  // re-added key: the same `replays`) was merged into the newer record by the
+  // dead-letter script, not taken by the operator.
+  const afterById = new Map(after.map((rec) => [rec.id, rec]));
+  const merged = (rec: (typeof before)[number]): boolean => {
+    const newer = afterById.get(rec.id);
+    return (
+      newer !== undefined &&
+      deathIdentity(newer) !== deathIdentity(rec) &&
+      newer.replays <= rec.replays
+    );
+  };
+  const gone = before.filter((rec) => !afterIds.has(deathIdentity(rec)) && !merged(rec));
   const matched = before.filter((rec) => matches(rec, filter));
   const taken: Taken[] = gone.map((rec) => ({
     death: deathIdentity(rec),
