@@ -39,8 +39,15 @@ export async function deadLetter(
   if (moved.kind === 'occupied') {
     // The same id died before (a key re-added after its first job died): one
     // record keeps both lives' history.
-    state = { ...state, history: [...(moved.state?.history ?? []), ...state.history] };
-    moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt, moved.generation);
+    const merged = { ...state, history: [...(moved.state?.history ?? []), ...state.history] };
+    moved = await ctx.moves.deadLetter(job, token, merged, stored, death.deadAt, moved.generation);
+    if (moved.kind === 'vanished') {
+      // A replay or purge took the earlier death between the two calls: its
+      // history went with it, so this death is stored with its own alone.
+      moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt);
+    } else {
+      state = merged;
+    }
   }
   if (moved.kind !== 'moved') {
     ctx.logger.warn(

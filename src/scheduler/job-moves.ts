@@ -55,7 +55,9 @@ export type DeadLetterResult =
   | { kind: 'moved'; generation: string }
   | { kind: 'lock-lost' }
   /** An earlier death holds the id: merge its history and move again expecting `generation`. */
-  | { kind: 'occupied'; generation: string; state: JobState | undefined };
+  | { kind: 'occupied'; generation: string; state: JobState | undefined }
+  /** The earlier death expected has left meanwhile (replayed or purged): move again expecting none. */
+  | { kind: 'vanished' };
 
 /** Moves of one queue's jobs, fenced by the job's lock. */
 export class JobMoves {
@@ -140,6 +142,7 @@ export class JobMoves {
       [token, id, serializeJobState(state), death, deadAt, expectedGeneration],
     )) as [number, (string | number)?, string?];
     if (reply[0] === 1) return { kind: 'moved', generation: String(reply[1]) };
+    if (reply[0] === 3) return { kind: 'vanished' };
     if (reply[0] === 2)
       return { kind: 'occupied', generation: String(reply[1]), state: parseJobState(reply[2]) };
     return { kind: 'lock-lost' };

@@ -93,6 +93,20 @@ describe('BullMQ internals used by job-moves.ts', () => {
     expect(await admin.zcard(requeueKeys(t.name).dead)).toBe(0);
   });
 
+  it('a merge expecting an earlier death that a replay took meanwhile stores nothing and says so', async () => {
+    const t = setup('vanished');
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    const { worker, job, token } = await takeJob(t.name);
+    const moves = new JobMoves(admin, worker, t.name);
+    const result = await moves.deadLetter(job, token, emptyJobState(), deathJson(), 1234, '7');
+    expect(result).toEqual({ kind: 'vanished' });
+    expect(await t.queue.getJobState('j1')).toBe('active');
+    expect(await admin.zcard(requeueKeys(t.name).dead)).toBe(0);
+    expect(await moves.deadLetter(job, token, emptyJobState(), deathJson(), 1234)).toMatchObject({
+      kind: 'moved',
+    });
+  });
+
   it('dead-letters in one step: out of active, into the DLQ with the hash and the death', async () => {
     const t = setup('dead');
     await t.queue.add('x', { n: 1 }, { jobId: 'j1' });

@@ -14,7 +14,8 @@
 
   Returns {1, generation} when moved; {0} when the lock is not ours;
   {2, generation, state} when a record of an earlier death holds the id:
-  the caller merges the histories and calls again expecting that generation.
+  the caller merges the histories and calls again expecting that generation;
+  {3} when the death it expected has left since: call again expecting none.
 ]]
 local rcall = redis.call
 if rcall('GET', KEYS[4]) ~= ARGV[1] then return {0} end
@@ -23,6 +24,10 @@ if rcall('EXISTS', KEYS[7]) == 1 then
   local oldGen = old[1] or ''
   if oldGen ~= ARGV[6] then return {2, oldGen, old[2] or ''} end
   rcall('DEL', KEYS[7])
+elseif ARGV[6] ~= '' then
+  -- The earlier death whose history the caller merged has left meanwhile (a
+  -- replay or purge took it): store this death without that history.
+  return {3}
 end
 local gen = rcall('INCR', KEYS[8])
 rcall('LREM', KEYS[1], 1, ARGV[2])
