@@ -3,6 +3,8 @@
  * loopback, the webhook worker with its default settings (breaker on,
  * bulkhead a quarter of the slots), a real Redis.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -226,4 +228,66 @@ describe('webhook delivery that no endpoint can slow down', () => {
     expect(await t.worker.gate.stateOf('rate-limited')).toBeUndefined();
     expect((await t.queue.bull.getJob(first.id))?.finishedOn).toBeDefined();
   });
+  it(
+    "a SIGKILLed webhook worker's in-flight deliveries are delivered by another worker within 20 s",
+    { timeout: 60_000 },
+    async () => {
+      // Each event's first request is held unanswered (the worker is busy with it when it dies);
+      // later ones get a 200.
+      const held = await receiver((res, nth) => {
+        if (nth > 1) res.writeHead(200).end();
+      });
+      const name = uniqueQueueName('isolation-kill');
+      const queue = createQueue(name, { connection: redisUrl() });
+      onCleanup(async () => {
+        await queue.close();
+        await cleanQueue(admin, name);
+      });
+      // The standalone worker with its defaults (lock 10 s renewed every 5 s, stalled check every 5 s).
+      const child = spawn(process.execPath, ['--import', 'tsx', 'workers/webhook/main.ts'], {
+        env: {
+          ...process.env,
+          REDIS_URL: redisUrl(),
+          WEBHOOK_QUEUE: name,
+          WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+          LOG_LEVEL: 'info',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const exited = once(child, 'exit');
+      onCleanup(() => void child.kill('SIGKILL'));
+      let output = '';
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+          if (output.includes('webhook worker started')) resolve();
+        });
+        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        void exited.then(() => reject(new Error(`the worker exited: ${output}`)));
+      });
+      const events = ['evt-0', 'evt-1', 'evt-2', 'evt-3'];
+      for (const [i, eventId] of events.entries())
+        await enqueueWebhook(queue, {
+          endpoint: { id: `ep-${i}`, url: held.url },
+          event: { id: eventId, type: 'test', payload: { i } },
+        });
+      await until(() => held.arrivals.size === events.length, 20_000, 'every first request');
+      child.kill('SIGKILL');
+      await exited;
+      const killedAt = Date.now();
+      // A survivor with the same defaults, started at once, finds the dead worker's jobs.
+      const survivor = createWebhookWorker(name, {
+        connection: redisUrl(),
+        allowPrivate: true,
+        logger,
+      });
+      onCleanup(() => survivor.close({ timeoutMs: 2_000 }));
+      await until(() => held.delivered.size === events.length, 30_000, 'every delivery');
+      const recoveredMs = Math.max(...events.map((id) => held.arrivals.get(id)![1]!)) - killedAt;
+      console.log(`[kill] 4 in-flight deliveries of a SIGKILLed worker back in ${recoveredMs} ms`);
+      expect(recoveredMs).toBeLessThan(20_000);
+      expect(events.map((id) => held.arrivals.get(id)!.length)).toEqual([2, 2, 2, 2]);
+      expect(await queue.counts()).toMatchObject({ failed: 0, dead: 0 });
+    },
+  );
 });
