@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { Redis } from 'ioredis';
 import { readEnv } from '../config/env.js';
-import { defaultRedisUrl } from '../redis/connection.js';
+import { defaultRedisUrl, reconnectStrategy } from '../redis/connection.js';
 import { defaultDataDir, embeddedRedisUrl } from '../redis/embedded-record.js';
 
 /** Adds `--redis <url>` and `--data-dir <dir>` to a command. */
@@ -41,7 +41,8 @@ export function cliRedis(options: { redis?: string; dataDir?: string }): Redis {
   const redis = new Redis(redisUrlFrom(options), {
     maxRetriesPerRequest: 1,
     connectTimeout: 3_000,
-    retryStrategy: (times) => (times > 2 ? null : 200),
+    // requeue's reconnect waits, but a one-shot command gives up after two.
+    retryStrategy: (times) => (times > 2 ? null : reconnectStrategy(times)),
   });
   // The failed command reports the problem, once; ioredis would print each retry.
   redis.on('error', (err: Error) => {

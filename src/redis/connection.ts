@@ -1,4 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { reconnectDelay } from '../policy/reconnect.js';
+import { systemRandom } from '../util/system.js';
 
 /** The Redis requeue talks to when none is given. */
 export const defaultRedisUrl = 'redis://127.0.0.1:6379';
@@ -7,14 +9,28 @@ export const defaultRedisUrl = 'redis://127.0.0.1:6379';
 export type RedisLike = string | Redis;
 
 /**
+ * ioredis's `retryStrategy` for every long-lived connection requeue opens:
+ * {@link reconnectDelay}'s capped, jittered wait, never giving up (a worker
+ * outlives a Redis restart). Duplicates BullMQ makes inherit it.
+ */
+export function reconnectStrategy(times: number): number {
+  return reconnectDelay(times, systemRandom);
+}
+
+/**
  * Opens an ioredis connection as BullMQ wants it: `maxRetriesPerRequest: null`
- * so blocking commands are never cut short.
+ * so blocking commands are never cut short, and requeue's own reconnect
+ * backoff ({@link reconnectStrategy}).
  */
 export function createRedis(
   url: string = process.env.REDIS_URL ?? defaultRedisUrl,
   extra: RedisOptions = {},
 ): Redis {
-  const redis = new Redis(url, { maxRetriesPerRequest: null, ...extra });
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: null,
+    retryStrategy: reconnectStrategy,
+    ...extra,
+  });
   // A lost connection surfaces as the rejection of each command that meets it
   // (and ioredis reconnects by itself); without a listener, ioredis would
   // also print every failed reconnection as an unhandled error event.
