@@ -65,7 +65,7 @@ export function jsonDeeperThan(text: string, max: number): boolean {
 }
 
 /** An error whose status and message go to the client as they are. */
-class HttpError extends Error {
+export class HttpError extends Error {
   constructor(
     readonly statusCode: number,
     message: string,
@@ -76,7 +76,7 @@ class HttpError extends Error {
 }
 
 /** `Bearer <token>`, the scheme in any case (RFC 9110 §11.1), compared in constant time. */
-function bearerMatches(header: string | undefined, expected: Buffer): boolean {
+export function bearerMatches(header: string | undefined, expected: Buffer): boolean {
   const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
   if (!match) return false;
   const given = createHash('sha256')
@@ -85,9 +85,13 @@ function bearerMatches(header: string | undefined, expected: Buffer): boolean {
   return timingSafeEqual(given, expected);
 }
 
-/** A zod issue list, as a Fastify validation error carries it, in the API's shape. */
+/**
+ * A zod issue list, as a Fastify validation error carries it, in the API's
+ * shape; each field named from where it came (`body`, `querystring`, `params`).
+ */
 function describeValidation(
   validation: { instancePath: string; message?: string; keyword: string; params: unknown }[],
+  context = 'body',
 ): { error: string; issues: { path: string; message: string }[] } {
   const issues = validation.map((v) => {
     const path = v.instancePath.split('/').filter(Boolean).join('.');
@@ -100,7 +104,7 @@ function describeValidation(
   });
   return {
     error: issues
-      .map((i) => `${['body', i.path].filter(Boolean).join('.')}: ${i.message}`)
+      .map((i) => `${[context, i.path].filter(Boolean).join('.')}: ${i.message}`)
       .join('; '),
     issues,
   };
@@ -154,7 +158,9 @@ export async function createIntakeServer(options: IntakeOptions) {
 
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
     if (hasZodFastifySchemaValidationErrors(error)) {
-      return reply.code(400).send(describeValidation(error.validation));
+      return reply
+        .code(400)
+        .send(describeValidation(error.validation, error.validationContext ?? 'body'));
     }
     if (error instanceof HttpError) {
       return reply.code(error.statusCode).send({ error: error.message, ...error.extra });
