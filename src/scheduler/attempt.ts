@@ -91,6 +91,11 @@ export interface AttemptContext<T> {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  /**
+   * Told when a job back from a retry or a deferral starts (not one a crash
+   * interrupted): its due time and now, for the lateness metric.
+   */
+  readonly onReturn: (job: Job, attempt: number, scheduledAt: number, startedAt: number) => void;
 }
 
 /** An outcome with what the worker needs to announce it. */
@@ -127,6 +132,12 @@ export async function runAttempt<T>(
   const now = ctx.clock.now();
   const stalls = recordStalls(state, attempt, now);
   state = stalls.state;
+  if (stalls.stalls === 0 && state.history.length > 0) {
+    // A retry or deferral of this life coming back: its record says when it was due.
+    const last = state.history[state.history.length - 1]!;
+    if (last.retryAt !== undefined && (last.replay ?? 0) === life)
+      ctx.onReturn(job, attempt, last.retryAt, now);
+  }
   const policy = ctx.policyOf(meta);
 
   if (attempt > policy.maxAttempts) {

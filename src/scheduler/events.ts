@@ -17,7 +17,31 @@ export interface WorkerEvents {
   ];
   /** One per death; `record.gen` identifies the death (dedupe on it). */
   'job:dead-lettered': [event: { queue: string; jobId: string; record: DeadJobRecord }];
-  'job:completed': [event: { queue: string; jobId: string; attempt: number; result: unknown }];
+  'job:completed': [
+    event: {
+      queue: string;
+      jobId: string;
+      attempt: number;
+      result: unknown;
+      /** When the job was added (or replayed from the DLQ), ms since the epoch. */
+      enqueuedAt: number;
+      /** When BullMQ stored it as completed, ms since the epoch. */
+      finishedAt: number;
+    },
+  ];
+  /**
+   * A job back from a retry or a deferral was taken by this worker (not one
+   * a crash interrupted): `startedAt − scheduledAt` is how late it started.
+   */
+  'retry:started': [
+    event: {
+      queue: string;
+      jobId: string;
+      attempt: number;
+      scheduledAt: number;
+      startedAt: number;
+    },
+  ];
   /** A job held back without running (no attempt used): by its circuit, its key's pause or bulkhead. */
   'job:deferred': [
     event: {

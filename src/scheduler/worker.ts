@@ -161,6 +161,14 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       clock: this.clock,
       random,
       logger: this.logger,
+      onReturn: (job, attempt, scheduledAt, startedAt) =>
+        this.safeEmit(this.logger, 'retry:started', {
+          queue: name,
+          jobId: String(job.id),
+          attempt,
+          scheduledAt,
+          startedAt,
+        }),
     };
     this.applyContext = {
       queue: name,
@@ -182,6 +190,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         jobId: String(job.id),
         attempt: (job as AttemptTagged)[attemptTag] ?? job.attemptsStarted,
         result,
+        enqueuedAt: job.timestamp,
+        finishedAt: job.finishedOn ?? this.clock.now(),
       });
     });
     this.bull.on('error', (err) => {
