@@ -60,11 +60,24 @@ export async function settleAndCheck(
     }
   }
   const sourceJobs: { id: string; states: string[]; seq: number | undefined }[] = [];
-  for (const [id, states] of stateOf) {
-    const job = (await r.queue.bull.getJob(id)) as Job | undefined;
-    sourceJobs.push({ id, states, seq: seqOf(job?.data) });
+  // Read in batches: the chaos suites (test/chaos/) check 100,000 jobs with this.
+  const entries = [...stateOf];
+  for (let i = 0; i < entries.length; i += 500) {
+    const batch = entries.slice(i, i + 500);
+    const jobs = await Promise.all(
+      batch.map(([id]) => r.queue.bull.getJob(id) as Promise<Job | undefined>),
+    );
+    batch.forEach(([id, states], k) => sourceJobs.push({ id, states, seq: seqOf(jobs[k]?.data) }));
+  }
+  const sourceBySeq = new Map<number, typeof sourceJobs>();
+  for (const job of sourceJobs) {
+    if (job.seq !== undefined) sourceBySeq.set(job.seq, [...(sourceBySeq.get(job.seq) ?? []), job]);
   }
   const dead = await allDead(r.dlq);
+  const deadBySeq = new Map<number, typeof dead>();
+  for (const record of dead) {
+    for (const seq of seqsOf(record)) deadBySeq.set(seq, [...(deadBySeq.get(seq) ?? []), record]);
+  }
   observe(m, dead);
   const runs = (await r.admin.smembers(r.keys.runs)).map((x) => JSON.parse(x) as RunEntry);
   const deaths = (await r.admin.smembers(r.keys.deaths)).map((x) => JSON.parse(x) as DeathEntry);
@@ -124,8 +137,8 @@ export async function settleAndCheck(
   let removed = 0;
   for (const job of m.jobs.values()) {
     if (job.mergedInto !== undefined) continue;
-    const inSource = sourceJobs.filter((j) => j.seq === job.seq);
-    const inDlq = dead.filter((d) => seqsOf(d).has(job.seq));
+    const inSource = sourceBySeq.get(job.seq) ?? [];
+    const inDlq = deadBySeq.get(job.seq) ?? [];
     const places = inSource.length + inDlq.length;
     const where = [
       ...inSource.map((j) => `${j.states.join('+')} as ${j.id}`),
@@ -170,7 +183,9 @@ export async function settleAndCheck(
   const runsBySeq = new Map<number, RunEntry[]>();
   for (const run of runs) {
     if (!m.jobs.has(run.seq)) violations.push(`a handler ran for seq ${run.seq}, never added`);
-    runsBySeq.set(run.seq, [...(runsBySeq.get(run.seq) ?? []), run]);
+    const list = runsBySeq.get(run.seq);
+    if (list) list.push(run);
+    else runsBySeq.set(run.seq, [run]);
   }
   for (const [seq, list] of runsBySeq) {
     const job = m.jobs.get(seq);

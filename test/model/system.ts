@@ -159,6 +159,13 @@ export class RealSystem {
     this.journal.push('redis-server SIGKILLed and restarted');
   }
 
+  /** Child workers that exited without being killed by {@link crash} or {@link stop} (a crash of ours). */
+  unexpectedExits(): number {
+    return this.children.filter(
+      (c) => c !== undefined && (c.proc.exitCode !== null || c.proc.signalCode !== null),
+    ).length;
+  }
+
   /** Every handler execution recorded so far. */
   async runs(): Promise<RunEntry[]> {
     return (await this.admin.smembers(this.keys.runs)).map((raw) => JSON.parse(raw) as RunEntry);
