@@ -32,6 +32,33 @@ export const queueNameSchema = z
     `must not end in "${dlqSuffix}" (reserved for dead-letter queues)`,
   );
 
+/**
+ * A BullMQ key prefix (the library's `prefix` option): 1–100 characters, no
+ * braces (requeue adds the queue's hash tag itself on a Redis Cluster; a tag
+ * in the prefix would put every queue in one slot, away from requeue's own
+ * keys), no whitespace or control characters.
+ */
+export const bullPrefixSchema = z
+  .string({ error: 'must be a string' })
+  .min(1, 'must not be empty')
+  .max(100, 'must be at most 100 characters')
+  .refine(
+    (prefix) => !/[{}]/.test(prefix),
+    'must not contain "{" or "}" (on a Redis Cluster requeue adds the queue\'s hash tag itself)',
+  )
+  .refine(
+    // eslint-disable-next-line no-control-regex
+    (prefix) => !/[\s\x00-\x1f\x7f]/.test(prefix),
+    'must not contain spaces or control characters',
+  );
+
+/** Checks a `prefix` option; throws a {@link ConfigError} starting with `label`. */
+export function parseBullPrefix(prefix: unknown, label = 'prefix'): string {
+  const result = bullPrefixSchema.safeParse(prefix);
+  if (!result.success) throw new ConfigError(`${label}: ${result.error.issues[0]?.message}`);
+  return result.data;
+}
+
 /** Why `name` is not a valid queue name, or `undefined`. */
 export function queueNameProblem(name: unknown): string | undefined {
   const result = queueNameSchema.safeParse(name);

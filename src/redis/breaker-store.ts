@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
 import {
   admit,
@@ -73,7 +73,7 @@ export class BreakerStore {
   private readonly geometry: WindowGeometry;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     readonly queue: string,
     private readonly options: BreakerOptions,
     private readonly hooks: BreakerStoreHooks = {},

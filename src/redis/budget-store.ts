@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import type { BudgetOptions } from '../policy/budget/budget-options.js';
 import { ratioCounts, ratioGeometry } from '../policy/budget/ratio-budget.js';
 import { windowLengthMs, type WindowGeometry } from '../policy/window.js';
@@ -43,7 +43,7 @@ export class BudgetStore {
   private readonly redis;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     readonly queue: string,
     readonly options: BudgetOptions,
     private readonly hooks: BudgetStoreHooks = {},

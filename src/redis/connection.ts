@@ -1,12 +1,23 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { reconnectDelay } from '../policy/reconnect.js';
 import { systemRandom } from '../util/system.js';
 
 /** The Redis requeue talks to when none is given. */
 export const defaultRedisUrl = 'redis://127.0.0.1:6379';
 
-/** A Redis to use: a URL, or a connection the caller owns and closes. */
-export type RedisLike = string | Redis;
+/** A connection requeue works with: one Redis, or an ioredis Redis Cluster. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * A Redis to use: a URL (a Cluster's seed node when `REDIS_CLUSTER` is set),
+ * or a connection, one Redis or a Cluster, the caller owns and closes.
+ */
+export type RedisLike = string | RedisClient;
+
+/** Whether `REDIS_CLUSTER` asks for a Redis Cluster (`1`, `true`, `yes`, `on`). */
+export function clusterFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  return /^(1|true|yes|on)$/i.test(env.REDIS_CLUSTER?.trim() ?? '');
+}
 
 /**
  * ioredis's `retryStrategy` for every long-lived connection requeue opens:
@@ -39,12 +50,68 @@ export function createRedis(
 }
 
 /**
- * Resolves a {@link RedisLike} to a connection and says whether the caller
- * opened it (and so must close it).
+ * The options of one cluster node's connection from a seed URL: its
+ * credentials (`redis://user:pass@…`) and TLS (`rediss://`) apply to every
+ * node. A Cluster has no database number.
  */
-export function resolveRedis(connection: RedisLike | undefined): { redis: Redis; owned: boolean } {
+export function clusterNodeOptions(url: string): RedisOptions {
+  const parsed = new URL(url);
+  const options: RedisOptions = {};
+  if (parsed.username) options.username = decodeURIComponent(parsed.username);
+  if (parsed.password) options.password = decodeURIComponent(parsed.password);
+  if (parsed.protocol === 'rediss:') options.tls = {};
+  return options;
+}
+
+/**
+ * Opens an ioredis Cluster from one seed node's URL, as BullMQ wants it
+ * (`maxRetriesPerRequest: null` on every node), with requeue's reconnect
+ * backoff when the whole cluster is lost. A single node that goes away is
+ * not retried on its own (ioredis's default): its slots are fetched again
+ * from the others, which is how a promoted replica is found.
+ */
+export function createCluster(
+  url: string = process.env.REDIS_URL ?? defaultRedisUrl,
+  extra: RedisOptions = {},
+  clusterOptions: ClusterOptions = {},
+): Cluster {
+  const parsed = new URL(url);
+  const cluster = new Cluster([{ host: parsed.hostname, port: Number(parsed.port || 6379) }], {
+    clusterRetryStrategy: reconnectStrategy,
+    ...clusterOptions,
+    redisOptions: { maxRetriesPerRequest: null, ...clusterNodeOptions(url), ...extra },
+  });
+  cluster.on('error', () => undefined);
+  return cluster;
+}
+
+/**
+ * Opens one Redis, or a Cluster when `cluster` is true (by default when
+ * `REDIS_CLUSTER` says so), `url` naming a seed node.
+ */
+export function connectRedis(
+  url: string = process.env.REDIS_URL ?? defaultRedisUrl,
+  cluster: boolean = clusterFromEnv(),
+): RedisClient {
+  return cluster ? createCluster(url) : createRedis(url);
+}
+
+/**
+ * Resolves a {@link RedisLike} to a connection and says whether the caller
+ * opened it (and so must close it). A URL opens a Cluster when
+ * `REDIS_CLUSTER` is set.
+ */
+export function resolveRedis(connection: RedisLike | undefined): {
+  redis: RedisClient;
+  owned: boolean;
+} {
   if (connection === undefined || typeof connection === 'string') {
-    return { redis: createRedis(connection), owned: true };
+    return { redis: connectRedis(connection), owned: true };
   }
   return { redis: connection, owned: false };
+}
+
+/** Whether `redis` is a Redis Cluster connection. */
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis.isCluster;
 }

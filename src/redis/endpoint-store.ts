@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { z } from 'zod';
 import { systemClock, type Clock } from '../util/system.js';
 import { resolveRedis, type RedisLike } from './connection.js';
@@ -61,7 +61,7 @@ function parseEntry(endpointId: string, raw: string): DisabledEndpoint {
  * jobs would cost them their delivery.
  */
 export class EndpointStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly clock: Clock;
   private readonly cacheTtlMs: number;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import type { Logger } from '../config/logger.js';
 
 /** A local copy of shared state kept current by pub/sub. */
@@ -15,7 +15,7 @@ export interface Follower {
  * pauses workers cache.
  */
 export async function followChannel(options: {
-  redis: Redis;
+  redis: RedisClient;
   channel: string;
   /** Applies one message; throwing marks it unreadable (logged, skipped). */
   onMessage: (message: unknown) => void;

@@ -4,13 +4,39 @@
  * lands in one Redis Cluster slot.
  */
 
+/** The default BullMQ key prefix, as BullMQ itself has it. */
+export const defaultBullPrefix = 'bull';
+
 /**
- * The hash tag of a queue's keys: the queue's own tag when its name has one
+ * Whether Redis Cluster hashes `text` by a tag inside it: Redis takes the
+ * part between the first `{` and the first `}` after it, if that part is not
+ * empty.
+ */
+export function hasHashTag(text: string): boolean {
+  const open = text.indexOf('{');
+  return open >= 0 && text.indexOf('}', open + 1) > open + 1;
+}
+
+/**
+ * The hash tag of a queue's keys: the queue's own name when it carries a tag
  * (`{orders}` or `jobs:{orders}`), so that requeue's keys share a Redis
  * Cluster slot with BullMQ's `bull:{orders}:…`; else `{<name>}`.
  */
 export function queueHashTag(queue: string): string {
-  return /\{[^}]+\}/.test(queue) ? queue : `{${queue}}`;
+  return hasHashTag(queue) ? queue : `{${queue}}`;
+}
+
+/**
+ * BullMQ's key prefix for queue `queue`: BullMQ's keys are
+ * `<prefix>:<queue>:<suffix>`. On one Redis, and on a Cluster when the name
+ * carries its own hash tag, it is `prefix` itself (`bull:orders:wait`), the
+ * layout BullMQ users know. On a Cluster a plain name gets its tag in the
+ * prefix (`bull:{orders}:orders:wait`), so a queue's BullMQ keys share one
+ * slot with each other and with requeue's `requeue:{orders}:…`, and plain
+ * names work unchanged. Every Queue, Worker and key name is built from this.
+ */
+export function bullPrefix(queue: string, cluster: boolean, prefix = defaultBullPrefix): string {
+  return cluster && !hasHashTag(queue) ? `${prefix}:${queueHashTag(queue)}` : prefix;
 }
 
 /** Keys of requeue's own state for one queue. */

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { requeueKeys } from './keys.js';
 import { runScript } from './scripts.js';
 
@@ -18,7 +18,7 @@ export class PauseStore {
   private readonly keys;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     readonly queue: string,
   ) {
     this.keys = requeueKeys(queue);

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 
 /**
  * requeue's own Lua scripts, loaded from `src/redis/lua/` in one place. Each
@@ -56,7 +56,7 @@ type Arg = string | number | Buffer;
  * connection once (EVALSHA, falling back to EVAL, as ioredis does).
  */
 export async function runScript<T = unknown>(
-  redis: Redis,
+  redis: RedisClient,
   name: string,
   keys: readonly Arg[],
   args: readonly Arg[],

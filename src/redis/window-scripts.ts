@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { parseWindowHash, type WindowGeometry, type WindowHash } from '../policy/window.js';
 import { runScript } from './scripts.js';
 
@@ -23,7 +23,7 @@ export interface WindowRead {
  * and no MULTI, so a user whose Redis ACL allows only reads can run every
  * status command; the two replies are microseconds apart, well inside a bucket.
  */
-export async function readWindow(redis: Redis, key: string): Promise<WindowRead> {
+export async function readWindow(redis: RedisClient, key: string): Promise<WindowRead> {
   const results = await redis.pipeline().hgetall(key).time().exec();
   const [hash, time] = results ?? [];
   if (!hash || !time || hash[0] || time[0])
@@ -60,7 +60,7 @@ export interface BreakerRecordKeys {
 
 /** Adds a batch of outcomes to a breaker's window. */
 export async function recordBreakerWindow(
-  redis: Redis,
+  redis: RedisClient,
   keys: BreakerRecordKeys,
   args: {
     geometry: WindowGeometry;
@@ -108,7 +108,7 @@ export interface RatioBudgetResult {
 
 /** Counts requests and, if asked, takes one retry from a ratio budget's window. */
 export async function ratioBudgetScript(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   args: {
     geometry: WindowGeometry;
@@ -140,7 +140,7 @@ export async function ratioBudgetScript(
 
 /** Takes `cost` tokens from a token bucket of `capacity`. */
 export async function takeTokensScript(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   capacity: number,
   cost: number,
@@ -156,7 +156,7 @@ export async function takeTokensScript(
 
 /** Gives `amount` tokens back to a token bucket, never above `capacity`. */
 export async function refundTokensScript(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   capacity: number,
   amount: number,

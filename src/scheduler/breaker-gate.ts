@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from '../config/logger.js';
 import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { admit, type Admission, type BreakerState } from '../policy/breaker/breaker.js';
@@ -11,7 +11,7 @@ import { followChannel, type Follower } from '../redis/follow-channel.js';
 import type { Clock } from '../util/system.js';
 
 export interface BreakerGateOptions {
-  redis: Redis;
+  redis: RedisClient;
   queue: string;
   breaker?: BreakerOptions;
   budget?: BudgetOptions;

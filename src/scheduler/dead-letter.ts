@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseConfig } from '../policy/validate.js';
 import { createLogger, type Logger } from '../config/logger.js';
@@ -9,8 +8,8 @@ import {
   type DeadReason,
   type JobMeta,
 } from '../policy/job-state.js';
-import { resolveRedis, type RedisLike } from '../redis/connection.js';
-import { requeueKeys } from '../redis/keys.js';
+import { isCluster, resolveRedis, type RedisClient, type RedisLike } from '../redis/connection.js';
+import { bullPrefix, requeueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { sleep } from '../util/lifecycle.js';
 import { newJobId, systemClock, type Clock } from '../util/system.js';
@@ -87,6 +86,8 @@ export interface RetentionResult {
 
 export interface DeadLetterOptions {
   connection?: RedisLike;
+  /** BullMQ's key prefix of the source queue, where replays go. @defaultValue `'bull'` */
+  prefix?: string | undefined;
   retention?: Partial<Retention>;
   clock?: Clock;
   logger?: Logger;
@@ -136,7 +137,7 @@ interface DeadRef {
  */
 export class DeadLetterQueue {
   readonly retention: Retention;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -217,6 +218,7 @@ export class DeadLetterQueue {
         this.sourceName,
         refs.map((ref) => ({ id: ref.id, gen: ref.gen, freshId: newJobId() })),
         this.clock.now(),
+        bullPrefix(this.sourceName, isCluster(this.redis), this.options.prefix),
       );
       let done = 0;
       for (const { id, to } of moved) {

@@ -1,5 +1,5 @@
 import type { Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import { parseJobState, serializeJobState, type JobState } from '../policy/job-state.js';
 import { requeueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
@@ -65,7 +65,7 @@ export class JobMoves {
   private readonly rq;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly worker: Worker,
     readonly queue: string,
   ) {
@@ -167,13 +167,14 @@ export interface ReplayRef {
  * (gone, or a newer death).
  */
 export async function replayDeadJobs(
-  redis: Redis,
+  redis: RedisClient,
   queue: string,
   refs: readonly ReplayRef[],
   now: number,
+  prefix = 'bull',
 ): Promise<{ id: string; to: string | undefined }[]> {
   if (refs.length === 0) return [];
-  const bull = bullKeys(queue);
+  const bull = bullKeys(queue, prefix);
   const rq = requeueKeys(queue);
   const args: (string | number)[] = [rq.deadRecordPrefix, bull.prefix, now];
   for (const ref of refs) args.push(ref.id, ref.gen, ref.freshId);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from '../config/logger.js';
 import { followChannel, type Follower } from '../redis/follow-channel.js';
 import { PauseStore, type PauseMessage } from '../redis/pause-store.js';
@@ -21,7 +21,7 @@ export class KeyGate {
   private follower: Follower | undefined;
 
   constructor(
-    private readonly options: { redis: Redis; queue: string; clock: Clock; logger: Logger },
+    private readonly options: { redis: RedisClient; queue: string; clock: Clock; logger: Logger },
   ) {
     this.pauses = new PauseStore(options.redis, options.queue);
   }

@@ -1,24 +1,32 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { ConfigError, formatZodError } from '../policy/validate.js';
 import { limits } from '../policy/limits.js';
-import { parseQueueName } from '../policy/queue-name.js';
+import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
 import {
   parseRetryPolicy,
   type RetryPolicy,
   type RetryPolicyInput,
 } from '../policy/retry-policy.js';
-import { resolveRedis, type RedisLike } from '../redis/connection.js';
-import { requeueKeys } from '../redis/keys.js';
+import { isCluster, resolveRedis, type RedisClient, type RedisLike } from '../redis/connection.js';
+import { bullPrefix, requeueKeys } from '../redis/keys.js';
 import { newJobId } from '../util/system.js';
 import { jobIdForKey } from './job-id.js';
 import type { JobMeta } from '../policy/job-state.js';
 
 /** Options of {@link createQueue}. */
 export interface QueueOptions<T = unknown> {
-  /** Redis URL or connection. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
+  /**
+   * Redis URL or connection: one Redis, or an ioredis `Cluster`.
+   * @defaultValue `REDIS_URL` (a Cluster's seed node when `REDIS_CLUSTER=1`), else `redis://127.0.0.1:6379`
+   */
   connection?: RedisLike;
+  /**
+   * BullMQ's key prefix; workers of the queue must use the same. On a Redis
+   * Cluster the queue's hash tag is added to it (`bull:{orders}`).
+   * @defaultValue `'bull'`
+   */
+  prefix?: string;
   /** The policy stamped on every job that brings none of its own. @defaultValue the worker's */
   policy?: RetryPolicyInput;
   /** A zod schema payloads must satisfy; a bad payload is refused at `add`. */
@@ -49,7 +57,7 @@ export interface AddedJob {
  */
 export class RequeueQueue<T = unknown> {
   readonly bull: Queue;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly policy: RetryPolicy | undefined;
 
@@ -58,12 +66,16 @@ export class RequeueQueue<T = unknown> {
     private readonly options: QueueOptions<T> = {},
   ) {
     parseQueueName(name, 'queue');
+    if (options.prefix !== undefined) parseBullPrefix(options.prefix, 'queue.prefix');
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;
     this.policy =
       options.policy === undefined ? undefined : parseRetryPolicy(options.policy, 'queue.policy');
-    this.bull = new Queue(name, { connection: redis });
+    this.bull = new Queue(name, {
+      connection: redis,
+      prefix: bullPrefix(name, isCluster(redis), options.prefix),
+    });
     // Connection trouble surfaces as the rejection of the call that met it;
     // without a listener BullMQ would print every reconnection attempt.
     this.bull.on('error', () => undefined);
@@ -166,7 +178,11 @@ export interface QueueCounts {
 }
 
 /** Reads the counts of a source queue and of its DLQ (read-only). */
-export async function queueCounts(queue: Queue, name: string, redis: Redis): Promise<QueueCounts> {
+export async function queueCounts(
+  queue: Queue,
+  name: string,
+  redis: RedisClient,
+): Promise<QueueCounts> {
   const [live, dead] = await Promise.all([
     queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'),
     redis.zcard(requeueKeys(name).dead),

@@ -12,8 +12,13 @@ import type { DeadJobRecord, Retention } from './dead-letter.js';
 
 /** Options of {@link createWorker}. */
 export interface WorkerOptions<T = unknown> {
-  /** Redis URL or connection. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
+  /**
+   * Redis URL or connection: one Redis, or an ioredis `Cluster`.
+   * @defaultValue `REDIS_URL` (a Cluster's seed node when `REDIS_CLUSTER=1`), else `redis://127.0.0.1:6379`
+   */
   connection?: RedisLike;
+  /** BullMQ's key prefix, the same as the queue's. @defaultValue `'bull'` */
+  prefix?: string;
   /** Jobs processed at once by this worker. @defaultValue `1` */
   concurrency?: number;
   /** The policy for jobs that bring none. @defaultValue full jitter, 1 s base, 30 s cap, 5 attempts */

@@ -1,5 +1,4 @@
 import { DelayedError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { createLogger, type Logger } from '../config/logger.js';
 import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
@@ -8,7 +7,8 @@ import type { ClassifyOptions } from '../policy/classify/classify.js';
 import type { JobMeta } from '../policy/job-state.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
 import type { BreakerMessage } from '../redis/breaker-store.js';
-import { resolveRedis } from '../redis/connection.js';
+import { isCluster, resolveRedis, type RedisClient } from '../redis/connection.js';
+import { bullPrefix } from '../redis/keys.js';
 import { withDeadline } from '../util/lifecycle.js';
 import { systemClock, systemRandom, type Clock } from '../util/system.js';
 import {
@@ -26,7 +26,7 @@ import { FetchPause } from './fetch-pause.js';
 import { JobMoves } from './job-moves.js';
 import { KeyGate } from './key-gate.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
-import { parseQueueName } from '../policy/queue-name.js';
+import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
 import { parseConfig } from '../policy/validate.js';
 
 export type { Handler, RequeueJob } from './attempt.js';
@@ -57,7 +57,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   readonly gate: BreakerGate;
   /** Bulkheads and pauses per key. */
   readonly keys: KeyGate;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -82,6 +82,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   ) {
     super();
     parseQueueName(name, 'worker');
+    if (options.prefix !== undefined) parseBullPrefix(options.prefix, 'worker.prefix');
     parseConfig(
       workerNumbersSchema,
       {
@@ -120,6 +121,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.keys = new KeyGate({ redis, queue: name, clock: this.clock, logger: this.logger });
     this.dlq = new DeadLetterQueue(name, {
       connection: redis,
+      prefix: options.prefix,
       retention: options.retention,
       clock: this.clock,
       logger: this.logger,
@@ -127,6 +129,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     });
     this.bull = new Worker(name, (job, token) => this.process(job, token), {
       connection: redis,
+      prefix: bullPrefix(name, isCluster(redis), options.prefix),
       concurrency: options.concurrency ?? 1,
       // Started once the breaker's cache is loaded (see run()).
       autorun: false,

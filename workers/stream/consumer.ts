@@ -1,11 +1,10 @@
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { createLogger, type Logger } from '../../src/config/logger.js';
 import { formatZodError, parseConfig } from '../../src/config/env.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { parseRetryPolicy, type RetryPolicyInput } from '../../src/policy/retry-policy.js';
-import { createRedis, type RedisLike } from '../../src/redis/connection.js';
+import { createRedis, type RedisClient, type RedisLike } from '../../src/redis/connection.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { TypedEmitter } from '../../src/scheduler/events.js';
 import { jobIdForKey } from '../../src/scheduler/job-id.js';
@@ -108,8 +107,8 @@ type StreamConsumerConfig = z.output<typeof streamConsumerConfigSchema> & {
 export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsumerEvents> {
   readonly config: StreamConsumerConfig;
   readonly retryQueue: RequeueQueue<StreamRetryJobData>;
-  private readonly redis: Redis;
-  private readonly blocking: Redis;
+  private readonly redis: RedisClient;
+  private readonly blocking: RedisClient;
   private readonly owned: boolean;
   private readonly dlq: DeadLetterQueue;
   private readonly handler: StreamHandler<F>;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/redis/connection.js';
 import type { StreamFields } from './message.js';
 
 /**
@@ -17,7 +17,7 @@ export interface Delivery {
 
 /** Creates the group (and the stream) unless it exists. */
 export async function createGroup(
-  redis: Redis,
+  redis: RedisClient,
   stream: string,
   group: string,
   startId: string,
@@ -31,7 +31,7 @@ export async function createGroup(
 
 /** `XREADGROUP … STREAMS stream >`: new entries, or none after `blockMs`. */
 export async function readNew(
-  redis: Redis,
+  redis: RedisClient,
   args: { stream: string; group: string; consumer: string; count: number; blockMs: number },
 ): Promise<Delivery[]> {
   const { stream, group, consumer, count, blockMs } = args;
@@ -62,7 +62,7 @@ export interface ClaimPage {
 
 /** `XAUTOCLAIM`: takes over entries idle for at least `minIdleMs`, scanning from `start`. */
 export async function autoClaim(
-  redis: Redis,
+  redis: RedisClient,
   args: {
     stream: string;
     group: string;
@@ -85,7 +85,7 @@ export async function autoClaim(
 
 /** Delivery counts of `consumer`'s pending entries between `first` and `last`. */
 export async function deliveryCounts(
-  redis: Redis,
+  redis: RedisClient,
   args: {
     stream: string;
     group: string;
@@ -116,7 +116,7 @@ export async function deliveryCounts(
  * (claimable at once, delivery count as it was).
  */
 export async function touch(
-  redis: Redis,
+  redis: RedisClient,
   args: {
     stream: string;
     group: string;
@@ -136,7 +136,7 @@ export async function touch(
 
 /** `XACK`: the number of entries that were pending. */
 export async function ack(
-  redis: Redis,
+  redis: RedisClient,
   args: { stream: string; group: string; ids: string[] },
 ): Promise<number> {
   if (args.ids.length === 0) return 0;

@@ -1,11 +1,10 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
-import { resolveRedis } from '../../src/redis/connection.js';
+import { resolveRedis, type RedisClient } from '../../src/redis/connection.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import type { AddedJob, AddOptions, RequeueQueue } from '../../src/scheduler/queue.js';
 import type { BreakerOptionsInput } from '../../src/policy/breaker/breaker-options.js';
@@ -144,7 +143,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
   private readonly ownsEndpoints: boolean;
   private readonly agents: { http: HttpAgent; https: HttpsAgent };
   /** The connection this worker opened (from a URL), closed with it. */
-  private readonly ownedRedis: Redis | undefined;
+  private readonly ownedRedis: RedisClient | undefined;
 
   constructor(queue: string, options: WebhookWorkerOptions = {}) {
     const {
