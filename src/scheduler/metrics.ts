@@ -1,11 +1,56 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { RequeueQueue } from './queue.js';
-import type { RequeueWorker } from './worker.js';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Logger } from '../config/logger.js';
+import type { BreakerPhase } from '../policy/breaker/breaker.js';
+import type { BreakerStore } from '../redis/breaker-store.js';
+import type { BudgetStore, BudgetStatus } from '../redis/budget-store.js';
+import { withDeadline } from '../util/lifecycle.js';
+import type { QueueCounts, RequeueQueue } from './queue.js';
+import { queueBreakerKey, type RequeueWorker } from './worker.js';
+
+/** Options of {@link RequeueMetrics}. */
+export interface RequeueMetricsOptions {
+  /**
+   * Add prom-client's default process metrics (CPU, memory, event loop lag,
+   * GC, handles) to the registry, unless it has them already.
+   * @defaultValue `true`
+   */
+  processMetrics?: boolean;
+  /** Where a failed or slow scrape-time read is reported. @defaultValue none */
+  logger?: Logger;
+  /**
+   * How long the scrape-time reads of Redis may take; past it the queue's
+   * gauges are left out of that scrape. @defaultValue `5000`
+   */
+  readTimeoutMs?: number;
+}
 
 /**
- * Prometheus metrics for requeue, fed by the workers' events. Labels stay
- * low-cardinality (queue, reason, transition): per-endpoint breaker keys are
- * not labels.
+ * prom-client's default metrics that `promtool check metrics` refuses (gauges
+ * named `_total`); each is the sum of a labelled gauge that stays
+ * (`nodejs_active_handles{type}`, …).
+ */
+const gaugesNamedTotal = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
+/** The phases a breaker reports in `requeue_breaker_state` and `requeue_breaker_keys`. */
+const phases: readonly BreakerPhase[] = ['closed', 'open', 'half-open'];
+
+/** What one scrape reads of one queue; a part is absent when not watched or not readable. */
+interface QueueReading {
+  counts?: QueueCounts;
+  breaker?: { queue: BreakerPhase; keys: Record<BreakerPhase, number> };
+  budget?: BudgetStatus;
+}
+
+/**
+ * Prometheus metrics for requeue: counters and histograms fed by the
+ * workers' events, and gauges (jobs per state, DLQ size, breaker states,
+ * budget tokens) read from Redis at scrape time with reads only. Labels stay
+ * low-cardinality (queue, reason, state): per-endpoint breaker keys are
+ * counted by state, never labels.
  */
 export class RequeueMetrics {
   readonly registry: Registry;
@@ -17,10 +62,27 @@ export class RequeueMetrics {
   private readonly budgetExhausted: Counter<'queue' | 'action'>;
   private readonly retryDelay: Histogram<'queue'>;
   private readonly retentionRemoved: Counter<'queue' | 'reason'>;
+  private readonly attempts: Histogram<'queue'>;
+  private readonly latency: Histogram<'queue'>;
+  private readonly lateness: Histogram<'queue'>;
   private readonly queues = new Set<RequeueQueue>();
+  /** Breaker and budget stores of the watched workers, by queue. */
+  private readonly stores = new Map<string, { breakers?: BreakerStore; budget?: BudgetStore }>();
+  private reading: Promise<Map<string, QueueReading>> | undefined;
+  private readonly logger: Logger | undefined;
+  private readonly readTimeoutMs: number;
 
-  constructor(registry: Registry = new Registry()) {
+  constructor(registry: Registry = new Registry(), options: RequeueMetricsOptions = {}) {
     this.registry = registry;
+    this.logger = options.logger;
+    this.readTimeoutMs = options.readTimeoutMs ?? 5_000;
+    if (
+      (options.processMetrics ?? true) &&
+      !registry.getSingleMetric('process_start_time_seconds')
+    ) {
+      collectDefaultMetrics({ register: registry });
+      for (const name of gaugesNamedTotal) registry.removeSingleMetric(name);
+    }
     const registers = [registry];
     this.completed = new Counter({
       name: 'requeue_jobs_completed_total',
@@ -71,26 +133,105 @@ export class RequeueMetrics {
       labelNames: ['queue', 'reason'],
       registers,
     });
-    const queues = this.queues;
+    this.attempts = new Histogram({
+      name: 'requeue_job_attempts',
+      help: 'Attempts each completed job took, the successful one included (deferrals not counted)',
+      labelNames: ['queue'],
+      buckets: [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 50],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'requeue_job_latency_seconds',
+      help: 'From enqueue (or replay from the DLQ) to completion, for completed jobs',
+      labelNames: ['queue'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 21600, 86400],
+      registers,
+    });
+    this.lateness = new Histogram({
+      name: 'requeue_retry_lateness_seconds',
+      help: 'How late a retry or deferred job started: actual start minus its scheduled time (an early start counts as 0)',
+      labelNames: ['queue'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+
+    const read = (): Promise<Map<string, QueueReading>> => this.read();
     new Gauge({
       name: 'requeue_jobs',
       help: 'Jobs per state (waiting, active, delayed, completed, failed, dead)',
       labelNames: ['queue', 'state'],
       registers,
       async collect() {
-        for (const queue of queues) {
-          const counts = await queue.counts();
-          for (const [state, n] of Object.entries(counts))
-            this.set({ queue: queue.name, state }, n);
-        }
+        const readings = await read();
+        this.reset();
+        for (const [queue, r] of readings)
+          if (r.counts)
+            for (const [state, n] of Object.entries(r.counts)) this.set({ queue, state }, n);
+      },
+    });
+    new Gauge({
+      name: 'requeue_dlq_jobs',
+      help: "Dead jobs in the queue's dead-letter queue",
+      labelNames: ['queue'],
+      registers,
+      async collect() {
+        const readings = await read();
+        this.reset();
+        for (const [queue, r] of readings) if (r.counts) this.set({ queue }, r.counts.dead);
+      },
+    });
+    new Gauge({
+      name: 'requeue_breaker_state',
+      help: "The queue-wide circuit breaker's state: 1 for the state it is in, 0 for the others",
+      labelNames: ['queue', 'state'],
+      registers,
+      async collect() {
+        const readings = await read();
+        this.reset();
+        for (const [queue, r] of readings)
+          if (r.breaker)
+            for (const state of phases)
+              this.set({ queue, state }, r.breaker.queue === state ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'requeue_breaker_keys',
+      help: 'Per-key circuit breakers (e.g. webhook endpoints) by state',
+      labelNames: ['queue', 'state'],
+      registers,
+      async collect() {
+        const readings = await read();
+        this.reset();
+        for (const [queue, r] of readings)
+          if (r.breaker)
+            for (const state of phases) this.set({ queue, state }, r.breaker.keys[state]);
+      },
+    });
+    new Gauge({
+      name: 'requeue_budget_tokens',
+      help: 'Tokens left in the retry budget (token bucket)',
+      labelNames: ['queue'],
+      registers,
+      async collect() {
+        const readings = await read();
+        this.reset();
+        for (const [queue, r] of readings)
+          if (r.budget?.kind === 'token-bucket') this.set({ queue }, r.budget.tokens);
       },
     });
   }
 
-  /** Counts what a worker does. */
+  /** Counts what a worker does, and reads its breaker and budget on each scrape. */
   watch(worker: RequeueWorker<unknown, unknown>): void {
     const queue = worker.name;
-    worker.on('job:completed', () => this.completed.inc({ queue }));
+    worker.on('job:completed', (e) => {
+      this.completed.inc({ queue });
+      this.attempts.observe({ queue }, e.attempt);
+      this.latency.observe({ queue }, Math.max(0, e.finishedAt - e.enqueuedAt) / 1000);
+    });
+    worker.on('retry:started', (e) =>
+      this.lateness.observe({ queue }, Math.max(0, e.startedAt - e.scheduledAt) / 1000),
+    );
     worker.on('retry:scheduled', (e) => {
       this.retries.inc({ queue, source: e.record.delaySource ?? 'strategy' });
       this.retryDelay.observe({ queue }, e.delayMs / 1000);
@@ -105,9 +246,12 @@ export class RequeueMetrics {
       this.retentionRemoved.inc({ queue, reason: 'age' }, e.byAge);
       this.retentionRemoved.inc({ queue, reason: 'count' }, e.byCount);
     });
+    const { breakers, budget } = worker.gate;
+    if (breakers || budget)
+      this.stores.set(queue, { ...(breakers && { breakers }), ...(budget && { budget }) });
   }
 
-  /** Reports a queue's job counts on each scrape. */
+  /** Reports a queue's job counts and DLQ size on each scrape. */
   watchQueue(queue: RequeueQueue): void {
     this.queues.add(queue);
   }
@@ -116,4 +260,63 @@ export class RequeueMetrics {
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
+
+  /** One scrape's reads, shared by every gauge of that scrape (they collect at once). */
+  private read(): Promise<Map<string, QueueReading>> {
+    this.reading ??= this.readAll().finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  private async readAll(): Promise<Map<string, QueueReading>> {
+    const names = new Set([...[...this.queues].map((q) => q.name), ...this.stores.keys()]);
+    const readings = new Map<string, QueueReading>();
+    await Promise.all(
+      [...names].map(async (name) => {
+        const outcome = await withDeadline(this.readQueue(name), this.readTimeoutMs).catch(
+          (err: unknown) => {
+            this.logger?.warn({ err, queue: name }, 'metrics: could not read the queue');
+            return undefined;
+          },
+        );
+        if (outcome?.kind === 'settled') readings.set(name, outcome.value);
+        else if (outcome)
+          this.logger?.warn(
+            { queue: name, timeoutMs: this.readTimeoutMs },
+            'metrics: reading the queue took too long; its gauges are left out of this scrape',
+          );
+      }),
+    );
+    return readings;
+  }
+
+  /** Reads only: BullMQ's counts, ZCARD, HMGET, SMEMBERS (`test/integration/read-only-status.test.ts`). */
+  private async readQueue(name: string): Promise<QueueReading> {
+    const queue = [...this.queues].find((q) => q.name === name);
+    const stores = this.stores.get(name);
+    const [counts, breaker, budget] = await Promise.all([
+      queue?.counts(),
+      stores?.breakers ? readBreakers(stores.breakers) : undefined,
+      stores?.budget?.status(),
+    ]);
+    return {
+      ...(counts && { counts }),
+      ...(breaker && { breaker }),
+      ...(budget && { budget }),
+    };
+  }
+}
+
+/** The queue-wide breaker's phase and the keyed breakers counted by phase. */
+async function readBreakers(
+  store: BreakerStore,
+): Promise<{ queue: BreakerPhase; keys: Record<BreakerPhase, number> }> {
+  const [known, notClosed] = await Promise.all([store.knownKeys(), store.openBreakers()]);
+  const keys: Record<BreakerPhase, number> = { closed: 0, open: 0, 'half-open': 0 };
+  for (const key of known) {
+    if (key === queueBreakerKey) continue;
+    keys[notClosed.get(key)?.phase ?? 'closed'] += 1;
+  }
+  return { queue: notClosed.get(queueBreakerKey)?.phase ?? 'closed', keys };
 }

@@ -7,6 +7,8 @@
  *     node --import tsx workers/stream/main.ts
  *
  * The handler module may also export a zod `schema` for the fields.
+ * `METRICS_PORT` (and `METRICS_HOST`, default `127.0.0.1`) serves Prometheus
+ * metrics of the retry worker at `/metrics`.
  */
 import { z } from 'zod';
 import { ConfigError, envSchema, envValue, parseConfig, presentEnv } from '../../src/config/env.js';
@@ -17,6 +19,8 @@ import { checkQueueSet } from '../../src/policy/queue-name.js';
 import { redactText } from '../../src/util/redact.js';
 import { checkRedis } from '../../src/redis/check-redis.js';
 import { createRedis, defaultRedisUrl } from '../../src/redis/connection.js';
+import { metricsEnvShape, serveMetrics } from '../../src/scheduler/metrics-server.js';
+import type { RequeueWorker } from '../../src/scheduler/worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 import { systemClock } from '../../src/util/system.js';
@@ -46,6 +50,7 @@ export const streamEnvSchema = envSchema.extend({
   BLOCK_MS: envValue.integer(1, limits.timeoutMs).optional(),
   /** On SIGTERM, wait this long for running handlers. @defaultValue `30000` */
   SHUTDOWN_TIMEOUT_MS: envValue.integer(0, limits.timeoutMs).default(30_000),
+  ...metricsEnvShape,
 });
 
 function parsePolicy(json: string | undefined) {
@@ -109,6 +114,17 @@ async function main(): Promise<void> {
     ...(env.RETRY_CONCURRENCY && { concurrency: env.RETRY_CONCURRENCY }),
   });
   await Promise.all([consumer.waitUntilReady(), worker.waitUntilReady()]);
+  const metrics =
+    env.METRICS_PORT === undefined
+      ? undefined
+      : await serveMetrics({
+          workers: [worker as unknown as RequeueWorker<unknown, unknown>],
+          connection: redis,
+          port: env.METRICS_PORT,
+          host: env.METRICS_HOST,
+          label: 'env.METRICS_PORT',
+          logger,
+        });
   logger.info(
     {
       stream: env.STREAM,
@@ -123,10 +139,12 @@ async function main(): Promise<void> {
     timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     close: async () => {
       const deadline = systemClock.now() + env.SHUTDOWN_TIMEOUT_MS;
+      const metricsClosed = metrics?.close(Math.min(env.SHUTDOWN_TIMEOUT_MS, 5_000));
       // The consumer first: its hand-offs still reach the retry queue while the worker runs,
       // which then has what is left of the timeout.
       await consumer.close({ timeoutMs: env.SHUTDOWN_TIMEOUT_MS });
       await worker.close({ timeoutMs: Math.max(0, deadline - systemClock.now()) });
+      await metricsClosed;
       redis.disconnect();
     },
     logger,

@@ -19,6 +19,9 @@
  *   deliveries may finish before they are left to stalled recovery; the
  *   process exits by then (plus a moment) whatever they or Redis do. A second
  *   signal exits at once. @defaultValue `30000`
+ * - `METRICS_PORT` — serve Prometheus metrics at `/metrics` on this port (0:
+ *   any free one). @defaultValue no metrics server
+ * - `METRICS_HOST` — the interface it listens on. @defaultValue `127.0.0.1`
  * - `LOG_LEVEL` — @defaultValue `info`
  */
 import { z } from 'zod';
@@ -29,6 +32,8 @@ import { checkRedis } from '../../src/redis/check-redis.js';
 import { redactText } from '../../src/util/redact.js';
 import { defaultRedisUrl } from '../../src/redis/connection.js';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
+import { metricsEnvShape, serveMetrics } from '../../src/scheduler/metrics-server.js';
+import type { RequeueWorker } from '../../src/scheduler/worker.js';
 import { createWebhookWorker, webhookWorkerDefaults } from './worker.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 
@@ -80,6 +85,7 @@ export const webhookEnvSchema = envSchema.extend({
     ),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(15_000),
   WEBHOOK_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
+  ...metricsEnvShape,
 });
 
 async function main(): Promise<void> {
@@ -101,6 +107,20 @@ async function main(): Promise<void> {
     logger,
   });
   await worker.waitUntilReady();
+  const metrics =
+    env.METRICS_PORT === undefined
+      ? undefined
+      : await serveMetrics({
+          workers: [worker as unknown as RequeueWorker<unknown, unknown>],
+          connection: redisUrl,
+          port: env.METRICS_PORT,
+          host: env.METRICS_HOST,
+          label: 'env.METRICS_PORT',
+          logger,
+        }).catch(async (err: unknown) => {
+          await worker.close({ timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS });
+          throw err;
+        });
   logger.info(
     {
       queue: env.WEBHOOK_QUEUE,
@@ -114,7 +134,11 @@ async function main(): Promise<void> {
   // A second signal while draining means "now": what is active comes back through stalled recovery.
   await closeOnSignal({
     timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS,
-    close: () => worker.close({ timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS }),
+    close: () =>
+      Promise.all([
+        worker.close({ timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS }),
+        metrics?.close(Math.min(env.WEBHOOK_SHUTDOWN_TIMEOUT_MS, 5_000)),
+      ]),
     logger,
     leftBehind: 'active deliveries are left to stalled recovery',
   });

@@ -1,10 +1,11 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { createLogger } from '../../config/logger.js';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
 import { limits } from '../../policy/limits.js';
 import { parseRetryPolicy } from '../../policy/retry-policy.js';
 import { checkRedis } from '../../redis/check-redis.js';
+import { defaultMetricsHost, serveMetrics } from '../../scheduler/metrics-server.js';
 import { createWorker, type Handler } from '../../scheduler/worker.js';
 import { loadHandlerModule } from '../../util/load-module.js';
 import { closeOnSignal } from '../../util/signals.js';
@@ -38,6 +39,17 @@ export function registerWorker(program: Command): void {
         '--lock-duration-ms <ms>',
         'a job whose worker is silent this long is recovered',
         '30000',
+      )
+      .addOption(
+        new Option(
+          '--metrics-port <port>',
+          'serve Prometheus metrics at http://<host>:<port>/metrics (0: any free port)',
+        ).env('METRICS_PORT'),
+      )
+      .addOption(
+        new Option('--metrics-host <host>', 'the interface --metrics-port listens on')
+          .env('METRICS_HOST')
+          .default(defaultMetricsHost),
       ),
   ).action(async (queue: string, opts) => {
     const concurrency = parseNumberFlag('--concurrency', opts.concurrency, {
@@ -54,6 +66,14 @@ export function registerWorker(program: Command): void {
       min: 100,
       max: limits.timeoutMs,
     });
+    const metricsPort =
+      opts.metricsPort === undefined || opts.metricsPort === ''
+        ? undefined
+        : parseNumberFlag('--metrics-port', opts.metricsPort, {
+            integer: true,
+            min: 0,
+            max: 65_535,
+          });
     const policy =
       opts.policy === undefined
         ? undefined
@@ -85,10 +105,28 @@ export function registerWorker(program: Command): void {
       ...(budget !== undefined ? { budget } : {}),
     });
     await worker.waitUntilReady();
+    const metrics =
+      metricsPort === undefined
+        ? undefined
+        : await serveMetrics({
+            workers: [worker],
+            connection: url,
+            port: metricsPort,
+            host: opts.metricsHost,
+            label: '--metrics-port',
+            logger,
+          }).catch(async (err: unknown) => {
+            await worker.close({ timeoutMs: shutdownTimeoutMs });
+            throw err;
+          });
     logger.info({ queue, concurrency, policy: worker.policy }, 'worker started');
     await closeOnSignal({
       timeoutMs: shutdownTimeoutMs,
-      close: () => worker.close({ timeoutMs: shutdownTimeoutMs }),
+      close: () =>
+        Promise.all([
+          worker.close({ timeoutMs: shutdownTimeoutMs }),
+          metrics?.close(Math.min(shutdownTimeoutMs, 5_000)),
+        ]),
       logger,
     });
     logger.info('stopped');
