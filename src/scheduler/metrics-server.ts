@@ -27,8 +27,6 @@ export const metricsEnvShape = {
 
 /** Options of {@link serveMetrics}. */
 export interface MetricsServerOptions {
-  /** The workers whose events are counted and whose queues are read at each scrape. */
-  workers: readonly RequeueWorker<unknown, unknown>[];
   /** The Redis the workers use: a connection of theirs (not closed here) or a URL. */
   connection: RedisLike;
   /** The port; 0 for any free one. */
@@ -45,6 +43,8 @@ export interface MetricsServer {
   /** `http://host:port/metrics`. */
   readonly url: string;
   readonly metrics: RequeueMetrics;
+  /** Counts what `worker` does and reads its queue at each scrape. */
+  watch(worker: RequeueWorker<unknown, unknown>): void;
   /** Stops listening and closes what it opened, within `timeoutMs`. */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -52,22 +52,16 @@ export interface MetricsServer {
 /**
  * The standalone processes' `GET /metrics` (`requeue worker --metrics-port`,
  * the webhook and stream workers' `METRICS_PORT`): a small Fastify server
- * with {@link RequeueMetrics} for the given workers and prom-client's
- * process metrics. Anything else is a 404. A port it cannot listen on is a
- * {@link ConfigError} naming `label`.
+ * with {@link RequeueMetrics} and prom-client's process metrics; anything
+ * else is a 404. Started before the workers (then given them with `watch`),
+ * so a port it cannot listen on — a {@link ConfigError} naming `label` —
+ * stops the start before any worker runs.
  */
 export async function serveMetrics(options: MetricsServerOptions): Promise<MetricsServer> {
   const host = options.host ?? defaultMetricsHost;
   const logger = options.logger.child({ component: 'metrics' });
   const metrics = new RequeueMetrics(undefined, { logger });
   const queues: RequeueQueue[] = [];
-  for (const worker of options.workers) {
-    metrics.watch(worker);
-    // Counts are BullMQ's getters, on a Queue of the workers' connection.
-    const queue = createQueue(worker.name, { connection: options.connection });
-    queues.push(queue);
-    metrics.watchQueue(queue);
-  }
   const closeQueues = () => Promise.allSettled(queues.map((q) => q.close()));
   // Keep-alive connections (Prometheus keeps one) must not hold close() up.
   const app = Fastify({ logger: false, forceCloseConnections: true });
@@ -94,6 +88,13 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
   return {
     url,
     metrics,
+    watch: (worker) => {
+      metrics.watch(worker);
+      // Counts are BullMQ's getters, on a Queue of the workers' connection.
+      const queue = createQueue(worker.name, { connection: options.connection });
+      queues.push(queue);
+      metrics.watchQueue(queue);
+    },
     close: (timeoutMs = 5_000) =>
       (closing ??= (async () => {
         await withDeadline(Promise.allSettled([app.close(), closeQueues()]), timeoutMs);

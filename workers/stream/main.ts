@@ -85,6 +85,16 @@ async function main(): Promise<void> {
   const schema = exports.schema instanceof z.ZodType ? exports.schema : undefined;
   await checkRedis(env.REDIS_URL ?? defaultRedisUrl, 'env.REDIS_URL');
   const redis = createRedis(env.REDIS_URL);
+  const metrics =
+    env.METRICS_PORT === undefined
+      ? undefined
+      : await serveMetrics({
+          connection: redis,
+          port: env.METRICS_PORT,
+          host: env.METRICS_HOST,
+          label: 'env.METRICS_PORT',
+          logger,
+        });
 
   const consumer = createStreamConsumer({
     connection: redis,
@@ -113,18 +123,8 @@ async function main(): Promise<void> {
     ...(policy && { policy }),
     ...(env.RETRY_CONCURRENCY && { concurrency: env.RETRY_CONCURRENCY }),
   });
+  metrics?.watch(worker as unknown as RequeueWorker<unknown, unknown>);
   await Promise.all([consumer.waitUntilReady(), worker.waitUntilReady()]);
-  const metrics =
-    env.METRICS_PORT === undefined
-      ? undefined
-      : await serveMetrics({
-          workers: [worker as unknown as RequeueWorker<unknown, unknown>],
-          connection: redis,
-          port: env.METRICS_PORT,
-          host: env.METRICS_HOST,
-          label: 'env.METRICS_PORT',
-          logger,
-        });
   logger.info(
     {
       stream: env.STREAM,

@@ -94,6 +94,16 @@ async function main(): Promise<void> {
   const redisUrl = env.REDIS_URL ?? defaultRedisUrl;
   // A Redis that refuses the password or does not answer: one line, not retries for ever.
   await checkRedis(redisUrl, env.REDIS_URL ? 'env.REDIS_URL' : 'redis');
+  const metrics =
+    env.METRICS_PORT === undefined
+      ? undefined
+      : await serveMetrics({
+          connection: redisUrl,
+          port: env.METRICS_PORT,
+          host: env.METRICS_HOST,
+          label: 'env.METRICS_PORT',
+          logger,
+        });
   const worker = createWebhookWorker(env.WEBHOOK_QUEUE, {
     connection: redisUrl,
     concurrency: env.WEBHOOK_CONCURRENCY,
@@ -106,21 +116,8 @@ async function main(): Promise<void> {
     timeoutMs: env.WEBHOOK_TIMEOUT_MS,
     logger,
   });
+  metrics?.watch(worker as unknown as RequeueWorker<unknown, unknown>);
   await worker.waitUntilReady();
-  const metrics =
-    env.METRICS_PORT === undefined
-      ? undefined
-      : await serveMetrics({
-          workers: [worker as unknown as RequeueWorker<unknown, unknown>],
-          connection: redisUrl,
-          port: env.METRICS_PORT,
-          host: env.METRICS_HOST,
-          label: 'env.METRICS_PORT',
-          logger,
-        }).catch(async (err: unknown) => {
-          await worker.close({ timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS });
-          throw err;
-        });
   logger.info(
     {
       queue: env.WEBHOOK_QUEUE,

@@ -94,6 +94,16 @@ export function registerWorker(program: Command): void {
     const url = redisUrlFrom(opts);
     // A Redis that refuses the password (or is not there) is one line, not a worker retrying for ever.
     await checkRedis(url, opts.redis !== undefined ? '--redis' : 'REDIS_URL');
+    const metrics =
+      metricsPort === undefined
+        ? undefined
+        : await serveMetrics({
+            connection: url,
+            port: metricsPort,
+            host: opts.metricsHost,
+            label: '--metrics-port',
+            logger,
+          });
     const worker = createWorker(queue, handler, {
       connection: url,
       concurrency,
@@ -104,21 +114,8 @@ export function registerWorker(program: Command): void {
       ...(breaker !== undefined ? { breaker } : {}),
       ...(budget !== undefined ? { budget } : {}),
     });
+    metrics?.watch(worker);
     await worker.waitUntilReady();
-    const metrics =
-      metricsPort === undefined
-        ? undefined
-        : await serveMetrics({
-            workers: [worker],
-            connection: url,
-            port: metricsPort,
-            host: opts.metricsHost,
-            label: '--metrics-port',
-            logger,
-          }).catch(async (err: unknown) => {
-            await worker.close({ timeoutMs: shutdownTimeoutMs });
-            throw err;
-          });
     logger.info({ queue, concurrency, policy: worker.policy }, 'worker started');
     await closeOnSignal({
       timeoutMs: shutdownTimeoutMs,
