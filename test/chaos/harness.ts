@@ -75,15 +75,16 @@ export interface AddTally {
 
 /**
  * Adds `count` jobs with `inFlight` adds at a time, telling the model each
- * one (keyed `key:<seq>` when `keyed`). An add that rejects is marked
- * uncertain, as the model suite does.
+ * one (keyed `key:<seq>` when `keyed`), each lane waiting `paceMs` after
+ * each add, until `stop()` says so. An add that rejects is marked uncertain,
+ * as the model suite does.
  */
 export async function addJobs(
   m: Model,
   r: RealSystem,
   count: number,
   plan: (seq: number) => Outcome[][],
-  options: { keyed?: boolean; inFlight?: number; stop?: () => boolean } = {},
+  options: { keyed?: boolean; inFlight?: number; paceMs?: number; stop?: () => boolean } = {},
 ): Promise<AddTally> {
   const tally: AddTally = { resolved: 0, rejected: 0 };
   const inFlight = options.inFlight ?? 200;
@@ -102,6 +103,7 @@ export async function addJobs(
         m.add(seq, key, data.plan, '?', true);
         tally.rejected += 1;
       }
+      if (options.paceMs) await sleep(options.paceMs);
     }
   };
   await Promise.all(Array.from({ length: inFlight }, one));
