@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/redis/connection.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import type { DeadJobRecord } from '../../src/scheduler/dead-letter.js';
 
@@ -8,7 +8,7 @@ import type { DeadJobRecord } from '../../src/scheduler/dead-letter.js';
  * the record's generation.
  */
 export async function seedDead(
-  redis: Redis,
+  redis: RedisClient,
   record: Omit<DeadJobRecord, 'gen' | 'source'> & { source: string },
 ): Promise<string> {
   const keys = requeueKeys(record.source);

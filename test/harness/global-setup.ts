@@ -1,11 +1,14 @@
 import type { TestProject } from 'vitest/node';
 import { existsSync } from 'node:fs';
 import { hasRedisServer, startRedisServer } from '../../src/redis/redis-server.js';
+import { startRedisCluster } from './cluster.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     redisUrl: string;
     redisSource: string;
+    /** The run's Redis is a Redis Cluster (REQUEUE_TEST_CLUSTER=1). */
+    redisCluster: boolean;
   }
 }
 
@@ -21,6 +24,18 @@ function dockerEngineLikely(): boolean {
  * `redis-server` from PATH; else a message saying what to install.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const onCluster = /^(1|true|yes)$/i.test(process.env.REQUEUE_TEST_CLUSTER ?? '');
+  project.provide('redisCluster', onCluster);
+  if (onCluster) {
+    // A local 3-master cluster (ports from REQUEUE_TEST_CLUSTER_PORT, else
+    // 7100); REDIS_CLUSTER=1 makes every connection the code under test opens
+    // from a URL, in this process and the children tests start, a Cluster.
+    process.env.REDIS_CLUSTER = '1';
+    const cluster = await startRedisCluster();
+    project.provide('redisUrl', cluster.url);
+    project.provide('redisSource', `redis-cluster (${cluster.ports.join(', ')})`);
+    return () => cluster.stop();
+  }
   if (process.env.REDIS_URL) {
     project.provide('redisUrl', process.env.REDIS_URL);
     project.provide('redisSource', 'REDIS_URL');

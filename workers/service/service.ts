@@ -1,7 +1,7 @@
 import { ConfigError } from '../../src/config/env.js';
 import { createLogger, maskUrl, type Logger } from '../../src/config/logger.js';
 import { checkRedis } from '../../src/redis/check-redis.js';
-import { createRedis, type RedisClient } from '../../src/redis/connection.js';
+import { connectRedis, type RedisClient } from '../../src/redis/connection.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler, type RequeueWorker } from '../../src/scheduler/worker.js';
@@ -82,7 +82,8 @@ async function startOn(
   redisChoice: RedisChoice,
   opened: (() => Promise<unknown> | void)[],
 ): Promise<RunningService> {
-  const connection: RedisClient = createRedis(redisChoice.url);
+  // A Cluster when REDIS_CLUSTER says so, REDIS_URL naming a seed node.
+  const connection: RedisClient = connectRedis(redisChoice.url);
   opened.push(() => connection.disconnect());
   const metrics = new RequeueMetrics();
   const queues = new Map<string, RequeueQueue>();

@@ -4,7 +4,7 @@ import { createLogger, type Logger } from '../../src/config/logger.js';
 import { formatZodError, parseConfig } from '../../src/config/env.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { parseRetryPolicy, type RetryPolicyInput } from '../../src/policy/retry-policy.js';
-import { createRedis, type RedisClient, type RedisLike } from '../../src/redis/connection.js';
+import { connectRedis, type RedisClient, type RedisLike } from '../../src/redis/connection.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { TypedEmitter } from '../../src/scheduler/events.js';
 import { jobIdForKey } from '../../src/scheduler/job-id.js';
@@ -60,7 +60,7 @@ export const streamConsumerConfigSchema = z
 export interface StreamConsumerOptions<F = StreamFields> extends z.input<
   typeof streamConsumerConfigSchema
 > {
-  /** Redis URL or connection. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
+  /** Redis URL or connection (one Redis or a Cluster). @defaultValue `REDIS_URL` (a Cluster seed with `REDIS_CLUSTER=1`), else `redis://127.0.0.1:6379` */
   connection?: RedisLike;
   /** Runs each entry. */
   handler: StreamHandler<F>;
@@ -152,7 +152,7 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     const { stream, group, consumer, retryQueue } = this.config;
     this.logger = (logger ?? createLogger()).child({ stream, group, consumer });
     if (connection === undefined || typeof connection === 'string') {
-      this.redis = createRedis(connection);
+      this.redis = connectRedis(connection);
       this.owned = true;
     } else {
       this.redis = connection;

@@ -18,7 +18,7 @@ import { limits } from '../../src/policy/limits.js';
 import { checkQueueSet } from '../../src/policy/queue-name.js';
 import { redactText } from '../../src/util/redact.js';
 import { checkRedis } from '../../src/redis/check-redis.js';
-import { createRedis, defaultRedisUrl } from '../../src/redis/connection.js';
+import { connectRedis, defaultRedisUrl } from '../../src/redis/connection.js';
 import { metricsEnvShape, serveMetrics } from '../../src/scheduler/metrics-server.js';
 import type { RequeueWorker } from '../../src/scheduler/worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
@@ -84,7 +84,8 @@ async function main(): Promise<void> {
   // The module may also export a zod `schema` for the fields.
   const schema = exports.schema instanceof z.ZodType ? exports.schema : undefined;
   await checkRedis(env.REDIS_URL ?? defaultRedisUrl, 'env.REDIS_URL');
-  const redis = createRedis(env.REDIS_URL);
+  // A Cluster when REDIS_CLUSTER says so, REDIS_URL naming a seed node.
+  const redis = connectRedis(env.REDIS_URL);
   const metrics =
     env.METRICS_PORT === undefined
       ? undefined

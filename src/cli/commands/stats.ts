@@ -1,5 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Command } from 'commander';
+import { isCluster } from '../../redis/connection.js';
+import { bullPrefix } from '../../redis/keys.js';
 import { queueCounts } from '../../scheduler/queue.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 
@@ -15,7 +17,11 @@ export function registerStats(program: Command): void {
     await withCliRedis(opts, async (redis) => {
       // Looking never writes: a BullMQ Queue records its meta (version, event
       // stream length) when made, and would even create a typo's queue.
-      const queue = new Queue(queueName, { connection: redis, skipMetasUpdate: true });
+      const queue = new Queue(queueName, {
+        connection: redis,
+        prefix: bullPrefix(queueName, isCluster(redis)),
+        skipMetasUpdate: true,
+      });
       // A lost connection fails the count below; the queue need not re-emit it.
       queue.on('error', () => undefined);
       try {
