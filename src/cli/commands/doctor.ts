@@ -1,0 +1,210 @@
+import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
+import type { Command } from 'commander';
+import type { RedisClient } from '../../redis/connection.js';
+import { diagnoseRedis, type Check, type Fact, type RedisFacts } from '../../policy/doctor.js';
+import { parseQueueName } from '../../policy/queue-name.js';
+import { checkRedis } from '../../redis/check-redis.js';
+import { bullPrefix, doctorProbeKey, requeueKeys } from '../../redis/keys.js';
+import { systemClock } from '../../util/system.js';
+import { redisUrlFrom, withCliRedis, withRedisOption } from '../connection-flag.js';
+import { formatTable } from '../table.js';
+
+/** BullMQ's own floor (its `RedisConnection.minimumVersion`, not exported). */
+const bullmqMinimumRedis = '5.0.0';
+
+/** How long each blocking probe asks Redis to wait, and how many are made. */
+const probeTimeoutMs = 50;
+const probes = 5;
+
+interface DoctorFlags {
+  redis?: string;
+  dataDir?: string;
+  queue?: string[];
+  json?: boolean;
+}
+
+/** `requeue doctor [--queue Q]... [--json]` */
+export function registerDoctor(program: Command): void {
+  withRedisOption(
+    program
+      .command('doctor')
+      .description(
+        'Check the Redis requeue would use (read-only) and say what to change; exit 1 with findings',
+      )
+      .option(
+        '--queue <name>',
+        "also check that this queue's keys share one Cluster slot (repeatable)",
+        (value: string, previous: string[] = []) => [...previous, value],
+      )
+      .option('--json', 'print {"ok", "findings", "checks": [...], "facts": {...}} as JSON'),
+  ).action(async (opts: DoctorFlags) => {
+    const queues = (opts.queue ?? []).map((name) => parseQueueName(name, '--queue'));
+    const url = redisUrlFrom(opts);
+    // Unreachable, or a refused password: one line and exit code 2 (not a finding).
+    await checkRedis(url, opts.redis !== undefined ? '--redis' : 'redis');
+    const facts = await withCliRedis(opts, (redis) => gatherFacts(redis, queues));
+    const diagnosis = diagnoseRedis(facts);
+    if (opts.json) {
+      process.stdout.write(JSON.stringify({ ...diagnosis, facts }) + '\n');
+    } else {
+      process.stdout.write(
+        formatTable(
+          ['CHECK', 'STATUS', 'VALUE'],
+          diagnosis.checks.map((c) => [c.check, c.status, c.value]),
+        ),
+      );
+      for (const c of diagnosis.checks.filter((c: Check) => c.advice !== undefined))
+        process.stdout.write(
+          `${c.status === 'finding' ? 'fix' : 'check'} ${c.check}: ${c.advice}\n`,
+        );
+      process.stdout.write(
+        diagnosis.ok
+          ? 'no findings\n'
+          : `${diagnosis.findings} finding${diagnosis.findings === 1 ? '' : 's'}\n`,
+      );
+    }
+    process.exitCode = diagnosis.ok ? 0 : 1;
+  });
+}
+
+/** Reads what the doctor judges. Reads only: INFO, CONFIG GET, TIME, XREAD, CLUSTER KEYSLOT. */
+async function gatherFacts(redis: RedisClient, queues: string[]): Promise<RedisFacts> {
+  const info = parseInfo(await redis.info());
+  const config = await configGet(redis, ['maxmemory-policy', 'appendonly', 'appendfsync']);
+  const cluster = fromInfo(info, 'cluster_enabled', (v) => v === '1');
+  return {
+    version: fromInfo(info, 'redis_version', (v) => v),
+    maxmemoryPolicy:
+      config['maxmemory-policy'] ??
+      fromInfo(info, 'maxmemory_policy', (v) => v, 'CONFIG GET maxmemory-policy'),
+    appendonly:
+      config.appendonly ??
+      fromInfo(info, 'aof_enabled', (v) => (v === '1' ? 'yes' : 'no'), 'CONFIG GET appendonly'),
+    appendfsync: config.appendfsync ?? {
+      unreadable:
+        "CONFIG GET is refused here: check your provider's appendfsync (everysec or always)",
+    },
+    hz: fromInfo(info, 'hz', Number),
+    blockingOvershoot: await measureOvershoot(redis),
+    cluster,
+    queues: await Promise.all(
+      queues.map(async (name) => ({
+        name,
+        slots:
+          cluster === true ? await keySlots(redis, name) : { unreadable: 'not a Redis Cluster' },
+      })),
+    ),
+    skew: await measureSkew(redis),
+    bullmq: { version: packageVersion('bullmq'), minimumRedis: bullmqMinimumRedis },
+    requeueVersion: packageVersion('requeue'),
+  };
+}
+
+/** INFO's `key:value` lines. */
+function parseInfo(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of text.split(/\r?\n/)) {
+    const at = line.indexOf(':');
+    if (at > 0 && !line.startsWith('#')) out.set(line.slice(0, at), line.slice(at + 1).trim());
+  }
+  return out;
+}
+
+function fromInfo<T>(
+  info: Map<string, string>,
+  field: string,
+  parse: (value: string) => T,
+  alternative = 'CONFIG GET',
+): Fact<T> {
+  const raw = info.get(field);
+  return raw === undefined
+    ? { unreadable: `INFO has no ${field} here; check it with ${alternative}` }
+    : parse(raw);
+}
+
+/** CONFIG GET, one parameter at a time (managed Redis may refuse CONFIG: then none). */
+async function configGet(redis: RedisClient, names: string[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    try {
+      const reply = (await redis.config('GET', name)) as string[];
+      if (reply.length >= 2 && reply[1] !== undefined) out[name] = reply[1];
+    } catch {
+      // Refused (a managed Redis, an ACL): the INFO fallback or "unknown" says so.
+    }
+  }
+  return out;
+}
+
+/**
+ * Blocking reads on a stream nobody writes, each asking Redis to give up
+ * after {@link probeTimeoutMs}: how late it does is how late a retry that
+ * nothing else wakes starts (BullMQ waits for delayed jobs the same way).
+ * The round trip of a PING is taken off. XREAD reads only.
+ */
+async function measureOvershoot(redis: RedisClient): Promise<RedisFacts['blockingOvershoot']> {
+  try {
+    const late: number[] = [];
+    for (let i = 0; i < probes; i += 1) {
+      const pinged = performance.now();
+      await redis.ping();
+      const roundTrip = performance.now() - pinged;
+      const started = performance.now();
+      await redis.xread('BLOCK', probeTimeoutMs, 'STREAMS', doctorProbeKey, '$');
+      late.push(Math.max(0, performance.now() - started - probeTimeoutMs - roundTrip));
+    }
+    late.sort((a, b) => a - b);
+    return {
+      timeoutMs: probeTimeoutMs,
+      samples: late.length,
+      medianMs: late[Math.floor(late.length / 2)] ?? 0,
+      maxMs: late[late.length - 1] ?? 0,
+    };
+  } catch (err) {
+    return { unreadable: `a blocking XREAD failed (${(err as Error).message})` };
+  }
+}
+
+/** Redis's TIME against this host's clock, on the round trip that was quickest. */
+async function measureSkew(redis: RedisClient): Promise<RedisFacts['skew']> {
+  try {
+    let best: { skewMs: number; roundTripMs: number } | undefined;
+    for (let i = 0; i < probes; i += 1) {
+      const before = systemClock.now();
+      const sent = performance.now();
+      const [seconds, micros] = await redis.time();
+      const roundTripMs = performance.now() - sent;
+      const redisMs = Number(seconds) * 1000 + Number(micros) / 1000;
+      const skewMs = redisMs - (before + roundTripMs / 2);
+      if (!best || roundTripMs < best.roundTripMs) best = { skewMs, roundTripMs };
+    }
+    return best!;
+  } catch (err) {
+    return { unreadable: `TIME failed (${(err as Error).message})` };
+  }
+}
+
+/** The Cluster slot of each of a queue's keys, as the workers on a Cluster name them. */
+async function keySlots(redis: RedisClient, queue: string): Promise<Fact<Record<string, number>>> {
+  const bull = `${bullPrefix(queue, true)}:${queue}`;
+  const own = requeueKeys(queue);
+  const keys = [`${bull}:wait`, `${bull}:delayed`, `${bull}:meta`, own.dead, own.budget];
+  try {
+    const slots: Record<string, number> = {};
+    for (const key of keys) slots[key] = Number(await redis.cluster('KEYSLOT', key));
+    return slots;
+  } catch (err) {
+    return { unreadable: `CLUSTER KEYSLOT failed (${(err as Error).message})` };
+  }
+}
+
+/** A package's version, from its package.json (requeue's own by its self-reference). */
+function packageVersion(name: string): string {
+  try {
+    const pkg = createRequire(import.meta.url)(`${name}/package.json`) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
