@@ -42,6 +42,22 @@ export default tseslint.config(
     },
   },
   {
+    // The dashboard runs in the browser, on the browser's own clock.
+    files: ['workers/service/dashboard/**'],
+    languageOptions: {
+      globals: {
+        document: 'readonly',
+        location: 'readonly',
+        history: 'readonly',
+        sessionStorage: 'readonly',
+        fetch: 'readonly',
+        URLSearchParams: 'readonly',
+        ResizeObserver: 'readonly',
+      },
+    },
+    rules: { 'no-restricted-properties': 'off' },
+  },
+  {
     // Pure policy code: no I/O, no adapters, nothing that reads the process.
     files: ['src/policy/**'],
     rules: {

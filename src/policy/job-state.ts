@@ -138,3 +138,20 @@ function isPlainMeta(rq: unknown): rq is JobMeta {
 export function serializeJobState(state: JobState): string {
   return JSON.stringify(state);
 }
+
+/** Why a job waits in the delayed set. */
+export type DelayKind = 'retry' | 'deferral' | 'scheduled';
+
+/**
+ * Why a delayed job waits, from its state: its last attempt in this `life`
+ * failed and was retried (`retry`), or it was held back unsent by a breaker,
+ * a pause or a bulkhead (`deferral`); with no such attempt it was added with
+ * a delay (`scheduled`).
+ */
+export function delayKind(state: JobState | undefined, life: number): DelayKind {
+  const last = state?.history.at(-1);
+  if (!last || (last.replay ?? 0) !== life) return 'scheduled';
+  if (last.decision === 'retry') return 'retry';
+  if (last.decision === 'deferred') return 'deferral';
+  return 'scheduled';
+}

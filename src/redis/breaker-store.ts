@@ -13,7 +13,7 @@ import {
   type WindowStats,
 } from '../policy/breaker/breaker.js';
 import { parseBreakerState } from '../policy/breaker/breaker-state.js';
-import { geometryFor, windowSums, type WindowGeometry } from '../policy/window.js';
+import { geometryFor, windowLengthMs, windowSums, type WindowGeometry } from '../policy/window.js';
 import { requeueKeys } from './keys.js';
 import { runScript } from './scripts.js';
 import { readWindow, recordBreakerWindow } from './window-scripts.js';
@@ -45,6 +45,29 @@ export interface BreakerStatus {
      * `undefined` when there is no window.
      */
     geometry: WindowGeometry | undefined;
+  };
+}
+
+/**
+ * A status as `requeue breaker status --json` and the admin API show it:
+ * flat, times in ms since the epoch, `halfOpenAt` only while open.
+ */
+export function breakerStatusView(s: BreakerStatus) {
+  return {
+    key: s.key,
+    state: s.state.phase,
+    isolated: Boolean(s.state.isolated),
+    failureRate: s.window.failureRate,
+    failures: s.window.failures,
+    total: s.window.total,
+    consecutiveFailures: s.window.consecutiveFailures,
+    openedAt: s.state.openedAt ?? null,
+    halfOpenAt: s.state.phase === 'open' ? (s.state.halfOpenAt ?? null) : null,
+    probesInFlight: Object.keys(s.state.probes).length,
+    trips: s.state.trips,
+    // The live window's own geometry (null: no window yet).
+    windowMs: s.window.geometry ? windowLengthMs(s.window.geometry) : null,
+    buckets: s.window.geometry?.buckets ?? null,
   };
 }
 

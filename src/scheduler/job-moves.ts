@@ -25,6 +25,11 @@ export interface BullKeys {
   readonly meta: string;
   readonly marker: string;
   readonly events: string;
+  /** Sorted set of delayed jobs, scored {@link delayedScore}. */
+  readonly delayed: string;
+  readonly prioritized: string;
+  readonly completed: string;
+  readonly failed: string;
 }
 
 /** BullMQ's key layout for queue `name` (prefix `bull`). */
@@ -38,6 +43,10 @@ export function bullKeys(name: string, prefix = 'bull'): BullKeys {
     meta: `${base}meta`,
     marker: `${base}marker`,
     events: `${base}events`,
+    delayed: `${base}delayed`,
+    prioritized: `${base}prioritized`,
+    completed: `${base}completed`,
+    failed: `${base}failed`,
   };
 }
 
@@ -188,4 +197,182 @@ export async function replayDeadJobs(
   for (let i = 0; i < reply.length; i += 2)
     out.push({ id: reply[i]!, to: reply[i + 1] === '' ? undefined : reply[i + 1] });
   return out;
+}
+
+/**
+ * BullMQ 6.7 scores a delayed job `dueAtMs * 0x1000 + n`, where n (< 4096)
+ * orders jobs due in the same millisecond (`includes/getDelayedScore.lua`).
+ */
+const delayedScoreFactor = 0x1000;
+
+/** The lowest delayed score of a job due at `dueAtMs`. */
+export function delayedScore(dueAtMs: number): number {
+  return Math.floor(dueAtMs) * delayedScoreFactor;
+}
+
+/** When a delayed job whose score is `score` is due (ms since epoch). */
+export function delayedDueAt(score: number): number {
+  return Math.floor(score / delayedScoreFactor);
+}
+
+/**
+ * How many of queue `queue`'s delayed jobs fall due in each `[fromMs, toMs)`
+ * range (`-Infinity` and `Infinity` allowed): one ZCOUNT each, one round
+ * trip, nothing written.
+ */
+export async function countDelayedDue(
+  redis: RedisClient,
+  queue: string,
+  ranges: readonly (readonly [number, number])[],
+  prefix = 'bull',
+): Promise<number[]> {
+  if (ranges.length === 0) return [];
+  const key = bullKeys(queue, prefix).delayed;
+  const bound = (ms: number, end: boolean): string =>
+    ms === -Infinity ? '-inf' : ms === Infinity ? '+inf' : String(delayedScore(ms) - (end ? 1 : 0));
+  const pipeline = redis.pipeline();
+  for (const [from, to] of ranges) pipeline.zcount(key, bound(from, false), bound(to, true));
+  const replies = (await pipeline.exec()) ?? [];
+  return replies.map(([err, n]) => {
+    if (err) throw err;
+    return Number(n);
+  });
+}
+
+/** A job of the delayed set, as the admin views show it. */
+export interface DelayedJob {
+  id: string;
+  name: string;
+  dueAt: number;
+  /** requeue's state of the job (history, deferrals), if it has one. */
+  state: JobState | undefined;
+  /** The job's life (how many times it was replayed). */
+  life: number;
+}
+
+/** The `limit` delayed jobs due soonest, with requeue's state. Reads only. */
+export async function nextDelayed(
+  redis: RedisClient,
+  queue: string,
+  limit: number,
+  prefix = 'bull',
+): Promise<DelayedJob[]> {
+  const keys = bullKeys(queue, prefix);
+  const raw = await redis.zrangebyscore(
+    keys.delayed,
+    '-inf',
+    '+inf',
+    'WITHSCORES',
+    'LIMIT',
+    0,
+    limit,
+  );
+  const entries: [string, number][] = [];
+  for (let i = 0; i < raw.length; i += 2) entries.push([raw[i]!, Number(raw[i + 1])]);
+  if (entries.length === 0) return [];
+  const pipeline = redis.pipeline();
+  for (const [id] of entries) pipeline.hmget(keys.prefix + id, 'name', 'rq', 'rql');
+  const replies = (await pipeline.exec()) ?? [];
+  return entries.map(([id, score], i) => {
+    const [name, rq, rql] = (replies[i]?.[1] ?? []) as (string | null)[];
+    return {
+      id,
+      name: name ?? '',
+      dueAt: delayedDueAt(score),
+      state: parseJobState(rq),
+      life: Number(rql ?? 0),
+    };
+  });
+}
+
+/** Where a live job is, as BullMQ keeps it. */
+export type LiveJobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed' | 'unknown';
+
+/** A job of the queue (not the DLQ) read for a view. */
+export interface LiveJob {
+  id: string;
+  name: string;
+  data: unknown;
+  opts: Record<string, unknown>;
+  where: LiveJobState;
+  /** For a delayed job: when it is due. */
+  dueAt?: number;
+  addedAt?: number;
+  attemptsStarted: number;
+  state: JobState | undefined;
+  life: number;
+}
+
+/**
+ * One job of queue `queue` by id, with where it is, or `undefined` when the
+ * queue has no such job: one round trip of reads (HMGET, ZSCORE, LPOS).
+ */
+export async function readLiveJob(
+  redis: RedisClient,
+  queue: string,
+  id: string,
+  prefix = 'bull',
+): Promise<LiveJob | undefined> {
+  const keys = bullKeys(queue, prefix);
+  const replies =
+    (await redis
+      .pipeline()
+      .hmget(keys.prefix + id, 'name', 'data', 'opts', 'timestamp', 'ats', 'rq', 'rql')
+      .zscore(keys.delayed, id)
+      .lpos(keys.wait, id)
+      .zscore(keys.prioritized, id)
+      .lpos(keys.active, id)
+      .zscore(keys.completed, id)
+      .zscore(keys.failed, id)
+      .exec()) ?? [];
+  const value = (i: number): unknown => {
+    const [err, v] = replies[i] ?? [];
+    if (err) throw err;
+    return v;
+  };
+  const [name, data, opts, timestamp, ats, rq, rql] = value(0) as (string | null)[];
+  if (name == null) return undefined;
+  const delayed = value(1) as string | null;
+  const where: LiveJobState =
+    delayed !== null
+      ? 'delayed'
+      : value(2) !== null || value(3) !== null
+        ? 'waiting'
+        : value(4) !== null
+          ? 'active'
+          : value(5) !== null
+            ? 'completed'
+            : value(6) !== null
+              ? 'failed'
+              : 'unknown';
+  const parsedOpts = parseJsonObject(opts);
+  const job: LiveJob = {
+    id,
+    name,
+    data: parseJsonValue(data),
+    opts: parsedOpts,
+    where,
+    attemptsStarted: Number(ats ?? 0),
+    state: parseJobState(rq),
+    life: Number(rql ?? 0),
+  };
+  if (delayed !== null) job.dueAt = delayedDueAt(Number(delayed));
+  if (timestamp != null && Number.isFinite(Number(timestamp))) job.addedAt = Number(timestamp);
+  return job;
+}
+
+function parseJsonValue(raw: string | null | undefined): unknown {
+  if (raw == null) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+function parseJsonObject(raw: string | null | undefined): Record<string, unknown> {
+  const value = parseJsonValue(raw);
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
 }

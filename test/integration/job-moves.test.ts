@@ -12,7 +12,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { emptyJobState, parseJobState } from '../../src/policy/job-state.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
-import { bullKeys, bullmqVersionSupported, JobMoves } from '../../src/scheduler/job-moves.js';
+import {
+  bullKeys,
+  bullmqVersionSupported,
+  countDelayedDue,
+  delayedDueAt,
+  delayedScore,
+  JobMoves,
+  nextDelayed,
+  readLiveJob,
+} from '../../src/scheduler/job-moves.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cleanQueue, connect, uniqueQueueName } from '../harness/redis.js';
 
@@ -127,6 +136,51 @@ describe('BullMQ internals used by job-moves.ts', () => {
       deadAt: 1234,
     });
     expect(record!.gen).toBe((result as { generation: string }).generation);
+  });
+
+  it('reads the delayed set: scores are dueAt * 0x1000 + n, jobs are where getJobState says', async () => {
+    const t = setup('reads');
+    const keys = bullKeys(t.name);
+    expect(t.queue.keys.delayed).toBe(keys.delayed);
+    expect(t.queue.keys.prioritized).toBe(keys.prioritized);
+    expect(t.queue.keys.completed).toBe(keys.completed);
+    expect(t.queue.keys.failed).toBe(keys.failed);
+    // Three jobs due in the same millisecond get three scores in that millisecond's range.
+    const timestamp = Date.now();
+    for (const id of ['a', 'b', 'c'])
+      await t.queue.add('x', { id }, { jobId: id, delay: 30_000, timestamp });
+    await t.queue.add('x', {}, { jobId: 'later', delay: 7_200_000, timestamp });
+    await t.queue.add('x', {}, { jobId: 'now' });
+    const scores = (await admin.zrange(keys.delayed, 0, -1, 'WITHSCORES')).filter((_, i) => i % 2);
+    expect(scores.map(Number).map(delayedDueAt)).toEqual([
+      timestamp + 30_000,
+      timestamp + 30_000,
+      timestamp + 30_000,
+      timestamp + 7_200_000,
+    ]);
+    expect(Number(scores[0])).toBe(delayedScore(timestamp + 30_000));
+    expect(
+      await countDelayedDue(admin, t.name, [
+        [timestamp, timestamp + 30_000],
+        [timestamp + 30_000, timestamp + 30_001],
+        [timestamp, timestamp + 3_600_000],
+        [-Infinity, Infinity],
+      ]),
+    ).toEqual([0, 3, 3, 4]);
+    const next = await nextDelayed(admin, t.name, 2);
+    expect(next.map((j) => [j.id, j.dueAt])).toEqual([
+      ['a', timestamp + 30_000],
+      ['b', timestamp + 30_000],
+    ]);
+    for (const id of ['a', 'now']) {
+      const job = await readLiveJob(admin, t.name, id);
+      expect(job?.where).toBe(await t.queue.getJobState(id));
+    }
+    expect((await readLiveJob(admin, t.name, 'a'))?.dueAt).toBe(timestamp + 30_000);
+    expect(await readLiveJob(admin, t.name, 'missing')).toBeUndefined();
+    const { job } = await takeJob(t.name);
+    expect(job.id).toBe('now');
+    expect((await readLiveJob(admin, t.name, 'now'))?.where).toBe('active');
   });
 });
 

@@ -13,6 +13,7 @@ import { createQueue } from '../../src/scheduler/queue.js';
 import { runTs, type CommandResult } from '../harness/child.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
+import { writesDuring as monitoredWrites } from '../harness/monitor.js';
 
 /**
  * "Looking never writes" (issue 8): `requeue breaker status` ran the
@@ -62,31 +63,9 @@ async function snapshot(key: string): Promise<{ fields: Record<string, string>; 
  */
 const markerTtlMs = 86_400_000;
 
-/**
- * Runs `action` under MONITOR and returns every command that mentions
- * `name` (directly or from inside a script) and that Redis flags as a write.
- */
-async function writesDuring(name: string, action: () => Promise<unknown>): Promise<string[][]> {
-  const monitor = await redis.monitor();
-  onCleanup(() => monitor.disconnect());
-  const seen: string[][] = [];
-  const marker = `end-of-${randomUUID()}`;
-  const ended = new Promise<void>((resolve) => {
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args[0]?.toLowerCase() === 'ping' && args[1] === marker) resolve();
-      else if (args.some((a) => a.includes(name))) seen.push(args);
-    });
-  });
-  await action();
-  await redis.ping(marker);
-  await ended;
-  monitor.disconnect();
-  const names = [...new Set(seen.map((args) => args[0]!.toLowerCase()))];
-  if (names.length === 0) return [];
-  const info = (await redis.command('INFO', ...names)) as [string, number, string[]][];
-  const writing = new Set(info.filter((c) => c[2].includes('write')).map((c) => c[0]));
-  return seen.filter((args) => writing.has(args[0]!.toLowerCase()));
-}
+/** {@link monitoredWrites} on this file's connection. */
+const writesDuring = (name: string, action: () => Promise<unknown>) =>
+  monitoredWrites(redis, name, action);
 
 describe('looking never writes', () => {
   it(

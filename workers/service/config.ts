@@ -73,6 +73,15 @@ export const serviceConfigSchema = z.strictObject({
       maxBodyBytes: z.number().int().positive().max(limits.bodyBytes).default(1_048_576),
     })
     .prefault({}),
+  admin: z
+    .strictObject({
+      /**
+       * If set, the admin API and the dashboard need `Authorization: Bearer <token>`.
+       * Unset, they are served only when `host` is a loopback address. Never logged.
+       */
+      token: z.string().min(16).max(limits.token).optional(),
+    })
+    .prefault({}),
   webhooks: z
     .strictObject({
       /** Run the webhook delivery worker. @defaultValue `true` */
@@ -114,6 +123,7 @@ const envSettings = {
   LOG_LEVEL: { path: ['logLevel'], schema: logLevelSchema },
   REQUEUE_REDACT_HEADERS: { path: ['redactHeaders'], schema: envValue.list() },
   REQUEUE_INTAKE_TOKEN: { path: ['intake', 'token'], schema: z.string() },
+  REQUEUE_ADMIN_TOKEN: { path: ['admin', 'token'], schema: z.string() },
   WEBHOOK_QUEUE: { path: ['webhooks', 'queue'], schema: z.string() },
   WEBHOOK_CONCURRENCY: {
     path: ['webhooks', 'concurrency'],

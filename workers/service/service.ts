@@ -10,6 +10,7 @@ import { createWebhookWorker, enqueueWebhook, webhookJobSchema } from '../webhoo
 import type { ServiceConfig } from './config.js';
 import { chooseRedis, type RedisChoice } from './embedded-redis.js';
 import { createIntakeServer, type IntakeServer } from './http.js';
+import { adminAccess, adminStartLine, registerAdmin, type AdminQueue } from './admin/index.js';
 
 /** A running requeue service. */
 export interface RunningService {
@@ -146,6 +147,15 @@ async function startOn(
     logger,
   });
   opened.push(() => server.close());
+  const access = adminAccess(config.host, config.admin.token);
+  await registerAdmin(server, {
+    queues: adminQueues(queues, workers, config),
+    redis: connection,
+    access,
+    host: config.host,
+    redactHeaders: config.redactHeaders,
+    logger,
+  });
   try {
     await server.listen({ port: config.port, host: config.host });
   } catch (err) {
@@ -166,6 +176,8 @@ async function startOn(
     },
     'requeue service started',
   );
+  if (access.kind === 'refused') logger.warn(adminStartLine(access, url, config.host));
+  else logger.info(adminStartLine(access, url, config.host));
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -176,4 +188,22 @@ async function startOn(
       connection.disconnect();
     })());
   return { url, redis: redisChoice, workers, stop };
+}
+
+/** The service's queues as the admin API sees them, with their workers' breaker and budget options. */
+function adminQueues(
+  queues: Map<string, RequeueQueue>,
+  workers: RequeueWorker<unknown, unknown>[],
+  config: ServiceConfig,
+): AdminQueue[] {
+  return [...queues].map(([name, queue]) => {
+    const worker = workers.find((w) => w.name === name);
+    return {
+      name,
+      kind: config.webhooks.enabled && name === config.webhooks.queue ? 'webhook' : 'handler',
+      queue,
+      breaker: worker?.breakerOptions,
+      budget: worker?.budgetOptions,
+    };
+  });
 }

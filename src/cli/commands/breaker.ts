@@ -2,8 +2,7 @@ import type { Command } from 'commander';
 import { systemClock } from '../../util/system.js';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
-import { windowLengthMs } from '../../policy/window.js';
-import { BreakerStore, type BreakerStatus } from '../../redis/breaker-store.js';
+import { BreakerStore, breakerStatusView, type BreakerStatus } from '../../redis/breaker-store.js';
 import { BudgetStore, type BudgetStatus } from '../../redis/budget-store.js';
 import { PauseStore } from '../../redis/pause-store.js';
 import { queueBreakerKey } from '../../scheduler/worker.js';
@@ -45,7 +44,7 @@ export function registerBreaker(program: Command): void {
           process.stdout.write(
             JSON.stringify({
               queue,
-              breakers: statuses.map(statusJson),
+              breakers: statuses.map(breakerStatusView),
               budget: budgetStatus,
               paused,
             }) + '\n',
@@ -130,23 +129,4 @@ async function withStores(
       new PauseStore(redis, queue),
     ),
   );
-}
-
-function statusJson(s: BreakerStatus) {
-  return {
-    key: s.key,
-    state: s.state.phase,
-    isolated: Boolean(s.state.isolated),
-    failureRate: s.window.failureRate,
-    failures: s.window.failures,
-    total: s.window.total,
-    consecutiveFailures: s.window.consecutiveFailures,
-    openedAt: s.state.openedAt ?? null,
-    halfOpenAt: s.state.phase === 'open' ? (s.state.halfOpenAt ?? null) : null,
-    probesInFlight: Object.keys(s.state.probes).length,
-    trips: s.state.trips,
-    // The live window's own geometry (null: no window yet).
-    windowMs: s.window.geometry ? windowLengthMs(s.window.geometry) : null,
-    buckets: s.window.geometry?.buckets ?? null,
-  };
 }

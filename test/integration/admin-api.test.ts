@@ -1,0 +1,559 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/config/logger.js';
+import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
+import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
+import type { AttemptRecord } from '../../src/policy/job-state.js';
+import type { RedisClient } from '../../src/redis/connection.js';
+import { EndpointStore } from '../../src/redis/endpoint-store.js';
+import { RequeueMetrics } from '../../src/scheduler/metrics.js';
+import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
+import { queueBreakerKey } from '../../src/scheduler/worker.js';
+import {
+  adminAccess,
+  adminStartLine,
+  isLoopbackHost,
+  registerAdmin,
+  type AdminAccess,
+} from '../../workers/service/admin/index.js';
+import { parseServiceConfig } from '../../workers/service/config.js';
+import { createIntakeServer, type IntakeServer } from '../../workers/service/http.js';
+import { startService } from '../../workers/service/service.js';
+import { onCleanup } from '../harness/cleanup.js';
+import { seedDead } from '../harness/dlq.js';
+import { writesDuring } from '../harness/monitor.js';
+import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+
+const logger = createLogger({ level: 'silent' });
+/** A response body, read freely by the assertions. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON under test, checked by expect()
+type Json = any;
+const token = 'admin-token-0123456789abcdef';
+const webhookSecret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+/** The admin API on a service's HTTP app, without workers: only what the test puts in Redis moves. */
+async function startAdmin(
+  redis: RedisClient,
+  names: { jobs: string; hooks: string },
+  access: AdminAccess = { kind: 'token', token },
+): Promise<{
+  app: IntakeServer;
+  url: string;
+  queues: Map<string, RequeueQueue>;
+  routes: string[];
+}> {
+  const queues = new Map<string, RequeueQueue>([
+    [names.jobs, createQueue(names.jobs, { connection: redis })],
+    [names.hooks, createQueue(names.hooks, { connection: redis })],
+  ]);
+  const app = await createIntakeServer({
+    queues,
+    ready: async () => true,
+    metrics: new RequeueMetrics(),
+    maxBodyBytes: 1 << 20,
+    logger,
+  });
+  const routes: string[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat())
+      if (method !== 'HEAD') routes.push(`${method} ${route.url}`);
+  });
+  await registerAdmin(app, {
+    queues: [
+      {
+        name: names.jobs,
+        kind: 'handler',
+        queue: queues.get(names.jobs)!,
+        breaker: parseBreakerOptions({}),
+        budget: parseBudgetOptions({ capacity: 50 }),
+      },
+      {
+        name: names.hooks,
+        kind: 'webhook',
+        queue: queues.get(names.hooks)!,
+        breaker: parseBreakerOptions({}),
+        budget: undefined,
+      },
+    ],
+    redis,
+    access,
+    host: access.kind === 'refused' ? '0.0.0.0' : '127.0.0.1',
+    redactHeaders: [],
+    logger,
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  return { app, url, queues, routes };
+}
+
+function deadRecord(
+  source: string,
+  id: string,
+  extra: Partial<Parameters<typeof seedDead>[1]> = {},
+) {
+  const now = Date.now();
+  const history: AttemptRecord[] = [
+    {
+      attempt: 1,
+      startedAt: now - 3000,
+      finishedAt: now - 2900,
+      outcome: 'failed',
+      error: { class: 'Error', message: 'service unavailable', status: 503 },
+      decision: 'retry',
+      delayMs: 1000,
+      details: { status: 503, latencyMs: 100 },
+    },
+    {
+      attempt: 2,
+      startedAt: now - 1000,
+      finishedAt: now - 950,
+      outcome: 'failed',
+      error: { class: 'Error', message: 'bad request', status: 400 },
+      decision: 'dead-letter',
+      deadReason: 'permanent-error',
+      details: { status: 400, latencyMs: 50 },
+    },
+  ];
+  return {
+    source,
+    id,
+    name: 'deliver',
+    data: {
+      endpoint: {
+        id: 'ep_1',
+        url: 'https://u:pw@partner.example/h?token=abc',
+        secret: webhookSecret,
+      },
+    },
+    opts: {},
+    reason: 'permanent-error' as const,
+    message: 'bad request',
+    attempts: 2,
+    history,
+    deadAt: now,
+    firstFailedAt: now - 3000,
+    replays: 0,
+    ...extra,
+  };
+}
+
+describe('the admin API', () => {
+  let redis: RedisClient;
+  let names: { jobs: string; hooks: string };
+  let server: Awaited<ReturnType<typeof startAdmin>>;
+  const call = (path: string, init: RequestInit & { auth?: string | null } = {}) => {
+    const headers: Record<string, string> = {};
+    if (init.auth !== null) headers.authorization = `Bearer ${init.auth ?? token}`;
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    return fetch(`${server.url}${path}`, { ...init, headers });
+  };
+  const json = async (path: string, init: RequestInit & { auth?: string | null } = {}) => {
+    const res = await call(path, init);
+    return { status: res.status, body: (await res.json()) as Json };
+  };
+
+  beforeAll(async () => {
+    redis = connect();
+    names = { jobs: uniqueQueueName('admin-jobs'), hooks: uniqueQueueName('admin-hooks') };
+    server = await startAdmin(redis, names);
+  });
+  afterAll(async () => {
+    await server.app.close();
+    for (const q of server.queues.values()) await q.close();
+    await cleanQueue(redis, names.jobs);
+    await cleanQueue(redis, names.hooks);
+    redis.disconnect();
+  });
+
+  it('refuses a request without the token or with a wrong one, and takes the right one', async () => {
+    for (const auth of [null, 'wrong-token-wrong-token']) {
+      const res = await call('/admin/queues', { auth });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer');
+      expect(await res.json()).toEqual({ error: 'missing or wrong bearer token' });
+    }
+    const ok = await call('/admin/queues', { headers: {} });
+    expect(ok.status).toBe(200);
+  });
+
+  it('lists the queues with the counts `requeue stats` gives', async () => {
+    const jobs = server.queues.get(names.jobs)!;
+    await jobs.add('a', { n: 1 });
+    await jobs.add('b', { n: 2 }, { delayMs: 60_000 });
+    const { status, body } = await json('/admin/queues');
+    expect(status).toBe(200);
+    const row = body.queues.find((q: { name: string }) => q.name === names.jobs);
+    expect(row).toMatchObject({ kind: 'handler', breaker: true, budget: 'token-bucket' });
+    expect(row.counts).toEqual(await jobs.counts());
+    expect(row.counts).toMatchObject({ waiting: 1, delayed: 1 });
+    expect((await json(`/admin/queues/${names.hooks}`)).body).toMatchObject({ kind: 'webhook' });
+  });
+
+  it('answers bad input with a 400 naming the field, an unknown queue or id with a 404', async () => {
+    const cases: [string, RequestInit, number, string][] = [
+      [`/admin/queues/${names.jobs}/dlq?reason=nope`, {}, 400, 'querystring.reason: '],
+      [`/admin/queues/${names.jobs}/dlq?limit=0`, {}, 400, 'querystring.limit: '],
+      [`/admin/queues/${names.jobs}/dlq?since=yesterday`, {}, 400, 'querystring.since: '],
+      [`/admin/queues/${names.jobs}/dlq?colour=red`, {}, 400, 'unknown key "colour"'],
+      [`/admin/queues/${names.jobs}/schedule?horizon=week`, {}, 400, 'querystring.horizon: '],
+      [
+        `/admin/queues/${names.jobs}/dlq/replay`,
+        { method: 'POST', body: '{}' },
+        400,
+        'body.all: give id, reason or all: true',
+      ],
+      [
+        `/admin/queues/${names.jobs}/dlq/purge`,
+        { method: 'POST', body: '{"all":"yes"}' },
+        400,
+        'body.all: ',
+      ],
+      [
+        `/admin/queues/${names.jobs}/breakers/open`,
+        { method: 'POST', body: '{"key":""}' },
+        400,
+        'body.key: ',
+      ],
+      [
+        `/admin/queues/${names.jobs}/dlq/replay`,
+        { method: 'POST', body: '{"id":"x"' },
+        400,
+        'body is not valid JSON',
+      ],
+      ['/admin/queues/no-such-queue/dlq', {}, 404, 'no queue "no-such-queue" here'],
+      [`/admin/queues/${names.jobs}/dlq/no-such-id`, {}, 404, 'no dead job "no-such-id"'],
+      [`/admin/queues/${names.jobs}/jobs/no-such-id`, {}, 404, 'no job "no-such-id"'],
+      [
+        `/admin/queues/${names.jobs}/dlq/replay`,
+        { method: 'POST', body: '{"id":"no-such-id"}' },
+        404,
+        'no dead job "no-such-id"',
+      ],
+      [
+        `/admin/queues/${names.hooks}/endpoints/never-seen/enable`,
+        { method: 'POST' },
+        404,
+        'no endpoint "never-seen"',
+      ],
+    ];
+    for (const [path, init, status, message] of cases) {
+      const res = await call(path, init);
+      const text = await res.text();
+      expect(res.status, `${path} ${text}`).toBe(status);
+      expect(JSON.parse(text).error, path).toContain(message);
+      expect(text).not.toMatch(/\bat .*\.(ts|js):\d+/);
+    }
+  });
+
+  it('shows the retry schedule bucketed over the next minute, hour and day, each job with its next attempt', async () => {
+    const name = names.hooks;
+    const queue = server.queues.get(name)!;
+    const before = Date.now();
+    for (const delayMs of [20_000, 40_000, 600_000, 7_200_000, 172_800_000])
+      await queue.add('later', { delayMs }, { delayMs });
+    const { body } = await json(`/admin/queues/${name}/schedule?horizon=hour&limit=3`);
+    expect(body.due).toEqual({
+      overdue: 0,
+      withinMinute: 2,
+      withinHour: 3,
+      withinDay: 4,
+      later: 1,
+    });
+    expect(body.timeline.binMs).toBe(60_000);
+    expect(body.timeline.counts).toHaveLength(60);
+    expect(body.timeline.counts.reduce((a: number, b: number) => a + b, 0)).toBe(3);
+    expect(body.timeline.counts[0]).toBe(2);
+    // Due 600 s after the add, a few ms less after the request's now.
+    expect(body.timeline.counts[9] + body.timeline.counts[10]).toBe(1);
+    expect(body.upcoming).toHaveLength(3);
+    expect(body.upcoming.map((j: { kind: string }) => j.kind)).toEqual([
+      'scheduled',
+      'scheduled',
+      'scheduled',
+    ]);
+    const first = body.upcoming[0];
+    expect(first.dueAt).toBeGreaterThanOrEqual(before + 20_000);
+    expect(first.dueAt).toBeLessThanOrEqual(Date.now() + 20_000);
+    // A job's own view says when it runs next.
+    const view = await json(`/admin/queues/${name}/jobs/${encodeURIComponent(first.id)}`);
+    expect(view.body).toMatchObject({
+      where: 'delayed',
+      nextAttemptAt: first.dueAt,
+      delayKind: 'scheduled',
+    });
+    const day = await json(`/admin/queues/${name}/schedule?horizon=day&limit=0`);
+    expect(day.body.timeline.counts).toHaveLength(96);
+    expect(day.body.upcoming).toEqual([]);
+  });
+
+  it('lists, shows, replays and purges dead jobs, secrets blanked, renamed ids shown', async () => {
+    const name = names.jobs;
+    await seedDead(redis, deadRecord(name, 'd-1'));
+    await seedDead(redis, deadRecord(name, 'd-2', { name: 'other', reason: 'max-attempts' }));
+    await seedDead(redis, deadRecord(name, 'd-3', { reason: 'max-attempts' }));
+    const list = await json(`/admin/queues/${name}/dlq?reason=permanent-error`);
+    expect(list.body.total).toBe(1);
+    expect(list.body.items.map((i: { id: string }) => i.id)).toEqual(['d-1']);
+    const paged = await json(`/admin/queues/${name}/dlq?limit=1&offset=1`);
+    expect(paged.body).toMatchObject({ total: 3, limit: 1, offset: 1 });
+    expect(paged.body.items).toHaveLength(1);
+    expect((await json(`/admin/queues/${name}/dlq?name=other`)).body.total).toBe(1);
+    expect((await json(`/admin/queues/${name}/dlq/count?reason=max-attempts`)).body).toEqual({
+      dead: 2,
+    });
+
+    const shown = await call(`/admin/queues/${name}/dlq/d-1`);
+    const text = await shown.text();
+    expect(text).not.toContain(webhookSecret);
+    expect(text).not.toContain('pw@');
+    expect(text).not.toContain('token=abc');
+    const record = JSON.parse(text);
+    expect(record).toMatchObject({
+      id: 'd-1',
+      where: 'dead',
+      reason: 'permanent-error',
+      attempts: 2,
+    });
+    expect(record.history).toHaveLength(2);
+    expect(record.history[0]).toMatchObject({
+      decision: 'retry',
+      delayMs: 1000,
+      details: { latencyMs: 100 },
+    });
+    expect((await json(`/admin/queues/${name}/jobs/d-1`)).body).toMatchObject({
+      where: 'dead',
+      nextAttemptAt: null,
+    });
+
+    // d-2's id is taken in the queue: it comes back under a fresh one.
+    await server.queues.get(name)!.add('other', {}, { idempotencyKey: 'd-2' });
+    const replayed = await json(`/admin/queues/${name}/dlq/replay`, {
+      method: 'POST',
+      body: JSON.stringify({ reason: 'max-attempts', name: 'other' }),
+    });
+    expect(replayed.status).toBe(200);
+    expect(replayed.body).toMatchObject({ done: 1, total: 1 });
+    expect(replayed.body.renamed).toEqual([{ from: 'd-2', to: expect.any(String) }]);
+    const back = await json(`/admin/queues/${name}/jobs/${replayed.body.renamed[0].to}`);
+    expect(back.body).toMatchObject({ where: 'waiting', replays: 1 });
+    expect(back.body.history).toHaveLength(2);
+
+    const purged = await json(`/admin/queues/${name}/dlq/purge`, {
+      method: 'POST',
+      body: JSON.stringify({ id: 'd-3' }),
+    });
+    expect(purged.body).toMatchObject({ done: 1, total: 1 });
+    expect((await json(`/admin/queues/${name}/dlq`)).body.total).toBe(1);
+  });
+
+  it('opens and closes breakers, shows them and the budget as `requeue breaker status` does', async () => {
+    const name = names.jobs;
+    const opened = await json(`/admin/queues/${name}/breakers/open`, {
+      method: 'POST',
+      body: '{}',
+    });
+    expect(opened.body).toMatchObject({ key: queueBreakerKey, state: 'open', isolated: true });
+    const status = await json(`/admin/queues/${name}/breakers`);
+    expect(status.body.breakers).toEqual([
+      expect.objectContaining({ key: queueBreakerKey, state: 'open' }),
+    ]);
+    expect(status.body.budget).toEqual({
+      kind: 'token-bucket',
+      tokens: 50,
+      capacity: 50,
+      denied: 0,
+    });
+    expect((await json(`/admin/queues/${name}/budget`)).body.budget).toMatchObject({ tokens: 50 });
+    const closed = await json(`/admin/queues/${name}/breakers/close`, {
+      method: 'POST',
+      body: '{"resetBudget":true}',
+    });
+    expect(closed.body).toMatchObject({ state: 'closed', isolated: false });
+  });
+
+  it('lists webhook endpoints, disables and enables them', async () => {
+    const name = names.hooks;
+    const disabled = await json(`/admin/queues/${name}/endpoints/ep_9/disable`, {
+      method: 'POST',
+      body: JSON.stringify({ reason: 'gone: https://x.example/h?sig=secret-sig' }),
+    });
+    expect(disabled.body).toEqual({ endpointId: 'ep_9', disabled: true, changed: true });
+    expect(
+      await new EndpointStore({ connection: redis, cacheTtlMs: 0 }).isDisabled(name, 'ep_9'),
+    ).toBe(true);
+    const list = await json(`/admin/queues/${name}/endpoints`);
+    expect(list.body.endpoints).toEqual([
+      expect.objectContaining({
+        endpointId: 'ep_9',
+        disabled: true,
+        reason: 'gone: https://x.example/h?sig=***',
+      }),
+    ]);
+    const enabled = await json(`/admin/queues/${name}/endpoints/ep_9/enable`, { method: 'POST' });
+    expect(enabled.body).toEqual({ endpointId: 'ep_9', disabled: false, changed: true });
+    expect((await json(`/admin/queues/${name}/endpoints`)).body.endpoints).toEqual([]);
+  });
+
+  it('publishes an OpenAPI document that lists every admin route', async () => {
+    const { status, body } = await json('/admin/openapi.json');
+    expect(status).toBe(200);
+    expect(body.openapi).toMatch(/^3\./);
+    const documented = Object.entries(body.paths as Record<string, Record<string, unknown>>)
+      .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
+      .sort();
+    const served = server.routes
+      .filter((r) => r.includes(' /admin/') && !r.endsWith('/openapi.json'))
+      .map((r) => r.replace(/:(\w+)/g, '{$1}'))
+      .sort();
+    expect(served.length).toBeGreaterThanOrEqual(16);
+    expect(documented).toEqual(served);
+    expect(
+      body.paths['/admin/queues/{queue}/dlq'].get.parameters.map((p: { name: string }) => p.name),
+    ).toEqual(expect.arrayContaining(['reason', 'name', 'since', 'until', 'limit', 'offset']));
+  });
+
+  it('looking never writes: every GET route sends no write command', async () => {
+    const name = names.jobs;
+    await seedDead(redis, deadRecord(name, 'ro-1'));
+    await server.queues.get(name)!.add('ro', {}, { delayMs: 30_000, idempotencyKey: 'ro-live' });
+    const paths = [
+      '/admin/queues',
+      `/admin/queues/${name}`,
+      `/admin/queues/${name}/schedule?horizon=minute`,
+      `/admin/queues/${name}/jobs/ro-live`,
+      `/admin/queues/${name}/jobs/ro-1`,
+      `/admin/queues/${name}/dlq?reason=permanent-error`,
+      `/admin/queues/${name}/dlq/count`,
+      `/admin/queues/${name}/dlq/ro-1`,
+      `/admin/queues/${name}/breakers`,
+      `/admin/queues/${name}/budget`,
+      `/admin/queues/${names.hooks}/endpoints`,
+      `/admin/queues/${names.hooks}/breakers`,
+    ];
+    const writes = await writesDuring(redis, name, async () => {
+      for (const path of paths) expect((await call(path)).status, path).toBe(200);
+    });
+    expect(writes).toEqual([]);
+  });
+});
+
+describe('who may use the admin API', () => {
+  it('takes a token, else loopback only', () => {
+    expect(isLoopbackHost('127.0.0.1')).toBe(true);
+    expect(isLoopbackHost('127.8.0.1')).toBe(true);
+    expect(isLoopbackHost('::1')).toBe(true);
+    expect(isLoopbackHost('localhost')).toBe(true);
+    expect(isLoopbackHost('0.0.0.0')).toBe(false);
+    expect(isLoopbackHost('::')).toBe(false);
+    expect(isLoopbackHost('10.0.0.1')).toBe(false);
+    expect(isLoopbackHost('example.com')).toBe(false);
+    expect(adminAccess('0.0.0.0', token)).toEqual({ kind: 'token', token });
+    expect(adminAccess('127.0.0.1', undefined)).toEqual({ kind: 'loopback' });
+    expect(adminAccess('0.0.0.0', undefined)).toEqual({ kind: 'refused' });
+    expect(adminStartLine({ kind: 'token', token }, 'http://h:1', 'h')).not.toContain(token);
+  });
+
+  it('on a non-loopback host without a token, serves no admin route and says why', async () => {
+    const redis = connect();
+    onCleanup(() => redis.disconnect());
+    const names = { jobs: uniqueQueueName('admin-off'), hooks: uniqueQueueName('admin-off-h') };
+    const server = await startAdmin(redis, names, { kind: 'refused' });
+    onCleanup(async () => {
+      await server.app.close();
+      for (const q of server.queues.values()) await q.close();
+    });
+    for (const path of [
+      '/',
+      '/admin/queues',
+      `/admin/queues/${names.jobs}/dlq`,
+      '/admin/openapi.json',
+    ]) {
+      const res = await fetch(`${server.url}${path}`);
+      expect(res.status, path).toBe(403);
+      expect((await res.json()).error).toBe(
+        'the admin API and dashboard are off: host 0.0.0.0 is not loopback and no admin token is set; set admin.token (REQUEUE_ADMIN_TOKEN) to serve them',
+      );
+    }
+    // Intake still answers.
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+
+  it('the service reads REQUEUE_ADMIN_TOKEN, logs one line about the admin API, never the token', async () => {
+    const lines: string[] = [];
+    const capture = createLogger({
+      level: 'info',
+      destination: { write: (line: string) => lines.push(line) },
+    });
+    const hooks = uniqueQueueName('admin-svc');
+    const redis = connect();
+    onCleanup(async () => {
+      await cleanQueue(redis, hooks);
+      redis.disconnect();
+    });
+    const jobs = uniqueQueueName('admin-svc-jobs');
+    onCleanup(() => cleanQueue(redis, jobs));
+    const retryPolicy = { strategy: 'fixed', baseMs: 60_000, capMs: 60_000, maxAttempts: 3 };
+    const config = parseServiceConfig(
+      {
+        port: 0,
+        redisUrl: redisUrl(),
+        webhooks: { queue: hooks },
+        queues: [{ name: jobs, handler: 'examples/flaky-handler.mjs', policy: retryPolicy }],
+      },
+      { REQUEUE_ADMIN_TOKEN: token },
+    );
+    expect(config.admin.token).toBe(token);
+    const service = await startService(config, capture);
+    onCleanup(() => service.stop());
+    expect((await fetch(`${service.url}/admin/queues`)).status).toBe(401);
+    const ok = await fetch(`${service.url}/admin/queues`, {
+      headers: { authorization: `bearer ${token}` },
+    });
+    expect(ok.status).toBe(200);
+    const page = await fetch(`${service.url}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    // A real retry: the job's view and the schedule say when it runs next, and that it is a retry.
+    const auth = { authorization: `Bearer ${token}` };
+    const added = await fetch(`${service.url}/v1/jobs/${jobs}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ data: { fail: 'always' } }),
+    });
+    const { id } = (await added.json()) as { id: string };
+    let view: Json;
+    for (let i = 0; i < 100; i += 1) {
+      view = await (
+        await fetch(`${service.url}/admin/queues/${jobs}/jobs/${id}`, { headers: auth })
+      ).json();
+      if (view.where === 'delayed') break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(view).toMatchObject({ where: 'delayed', delayKind: 'retry', attemptsStarted: 1 });
+    const failedAt = view.history[0].finishedAt as number;
+    expect(view.nextAttemptAt).toBeGreaterThanOrEqual(failedAt + 59_000);
+    expect(view.nextAttemptAt).toBeLessThanOrEqual(failedAt + 61_000);
+    const schedule = await (
+      await fetch(`${service.url}/admin/queues/${jobs}/schedule`, { headers: auth })
+    ).json();
+    expect(schedule.due).toMatchObject({ overdue: 0, withinHour: 1, withinDay: 1, later: 0 });
+    expect(schedule.upcoming).toEqual([
+      {
+        id,
+        name: 'job',
+        dueAt: view.nextAttemptAt,
+        kind: 'retry',
+        attempt: 1,
+        lastError: 'service unavailable',
+      },
+    ]);
+
+    const admin = lines.filter((l) => l.includes('admin API'));
+    expect(admin).toHaveLength(1);
+    expect(admin[0]).toContain('bearer token required');
+    expect(lines.join('\n')).not.toContain(token);
+    expect(() => parseServiceConfig({ admin: { token: 'short' } }, {})).toThrow(
+      /config\.admin\.token/,
+    );
+  });
+});
