@@ -12,6 +12,7 @@ import { startService, type RunningService } from '../../workers/service/service
 import { verifyWebhook } from '../../workers/webhook/index.js';
 import { freePort, startRedisServer } from '../../src/redis/redis-server.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { promtoolCheck, sample } from '../harness/promtool.js';
 
 const logger = createLogger({ level: 'silent' });
 const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -146,6 +147,16 @@ describe('the requeue service', () => {
     expect(text).toMatch(
       new RegExp(`requeue_jobs\\{queue="${webhookQueue}",state="completed"\\} 1`),
     );
+    // The delivery took 3 attempts (two 503s), each retry's start measured; process metrics too.
+    const q = { queue: webhookQueue };
+    expect(sample(text, 'requeue_job_attempts_sum', q)).toBe(3);
+    expect(sample(text, 'requeue_retry_lateness_seconds_count', q)).toBe(2);
+    expect(sample(text, 'requeue_job_latency_seconds_count', q)).toBe(1);
+    expect(sample(text, 'requeue_breaker_keys', { ...q, state: 'closed' })).toBe(1);
+    expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    const checked = await promtoolCheck(text);
+    expect(checked.output).toBe('');
+    expect(checked.code).toBe(0);
   });
 });
 
