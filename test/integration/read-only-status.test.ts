@@ -13,6 +13,9 @@ import { createQueue } from '../../src/scheduler/queue.js';
 import { runTs, type CommandResult } from '../harness/child.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
+import { sample } from '../harness/promtool.js';
+import { RequeueMetrics } from '../../src/scheduler/metrics.js';
+import { createWorker, queueBreakerKey, type RequeueWorker } from '../../src/scheduler/worker.js';
 import { writesDuring as monitoredWrites } from '../harness/monitor.js';
 
 /**
@@ -265,6 +268,64 @@ describe('looking at the DLQ never writes', () => {
       expect(writes).toEqual([]);
     },
   );
+});
+
+describe('a metrics scrape never writes', () => {
+  it('jobs per state, DLQ size, breaker states and budget tokens are read with reads only', async () => {
+    const name = queueName('ro-metrics');
+    const queue = createQueue(name, { connection: redis });
+    onCleanup(() => queue.close());
+    await queue.add('job', { n: 1 });
+    await seedDead(redis, {
+      source: name,
+      id: 'd1',
+      name: 'job',
+      data: {},
+      opts: {},
+      reason: 'permanent-error',
+      message: 'x',
+      attempts: 1,
+      history: [],
+      deadAt: Date.now(),
+      replays: 0,
+    });
+    // A worker that never runs: its breaker and budget stores are what a scrape reads.
+    const worker = createWorker(name, async () => undefined, {
+      connection: redis,
+      autorun: false,
+      breaker: {},
+      budget: {},
+    });
+    onCleanup(() => worker.close({ timeoutMs: 1_000 }));
+    const breakers = worker.gate.breakers!;
+    await breakers.forceOpen(queueBreakerKey, Date.now());
+    await breakers.forceOpen('endpoint-1', Date.now());
+    await breakers.record(
+      'endpoint-2',
+      { successes: 1, failures: 0, trailingFailures: 0 },
+      Date.now(),
+    );
+    expect(await worker.gate.budget!.take(5)).toBe(true);
+    const metrics = new RequeueMetrics();
+    metrics.watch(worker as unknown as RequeueWorker<unknown, unknown>);
+    metrics.watchQueue(queue);
+
+    let text = '';
+    const writes = await writesDuring(name, async () => {
+      text = (await metrics.render()).body;
+    });
+    expect(writes).toEqual([]);
+    const q = { queue: name };
+    expect(sample(text, 'requeue_jobs', { ...q, state: 'waiting' })).toBe(1);
+    expect(sample(text, 'requeue_jobs', { ...q, state: 'dead' })).toBe(1);
+    expect(sample(text, 'requeue_dlq_jobs', q)).toBe(1);
+    expect(sample(text, 'requeue_breaker_state', { ...q, state: 'open' })).toBe(1);
+    expect(sample(text, 'requeue_breaker_state', { ...q, state: 'closed' })).toBe(0);
+    expect(sample(text, 'requeue_breaker_keys', { ...q, state: 'open' })).toBe(1);
+    expect(sample(text, 'requeue_breaker_keys', { ...q, state: 'closed' })).toBe(1);
+    expect(sample(text, 'requeue_budget_tokens', q)).toBe(495);
+    expect(text).not.toContain('endpoint-1');
+  });
 });
 
 describe('one window for the fleet', () => {
