@@ -104,7 +104,7 @@ export class RequeueMetrics {
     });
     this.deferred = new Counter({
       name: 'requeue_jobs_deferred_total',
-      help: 'Jobs put back by an open circuit',
+      help: 'Jobs put back without running: an open circuit, a paused key or a full bulkhead',
       labelNames: ['queue'],
       registers,
     });
