@@ -31,7 +31,7 @@ import {
   type DependencyCall,
 } from '../fixtures/breaker-dependency.js';
 import { startFleet, type ChildWorker } from '../fixtures/breaker-fleet.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -167,7 +167,7 @@ async function watchTransitions(name: string) {
 }
 
 async function readState(name: string, id: string): Promise<JobState | undefined> {
-  return parseJobState(await redis.hget(`bull:${name}:${id}`, 'rq'));
+  return parseJobState(await redis.hget(jobKey(redis, name, id), 'rq'));
 }
 
 function startedBetween(calls: readonly DependencyCall[], from: number, to: number) {

@@ -6,7 +6,7 @@ import { createQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler } from '../../src/scheduler/worker.js';
 import { spawnTs, type TsChild } from '../harness/child.js';
 import { crashKeys, type CrashMode } from '../harness/crash-keys.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { WorkerEventLog } from '../harness/worker-events.js';
 
@@ -87,7 +87,7 @@ function setup(prefix: string) {
   }
 
   async function storedState(id: string) {
-    return parseJobState(await admin.hget(`bull:${name}:${id}`, 'rq'));
+    return parseJobState(await admin.hget(jobKey(admin, name, id), 'rq'));
   }
 
   return { name, keys, queue, dlq, spawnWorker, startWorker, nextEntry, counter, storedState };

@@ -12,7 +12,7 @@ import {
   type WorkerOptions,
 } from '../../src/scheduler/worker.js';
 import { ManualClock } from '../../src/util/fake-clock.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { WorkerEventLog, gate } from '../harness/worker-events.js';
 import { seedDead } from '../harness/dlq.js';
@@ -66,7 +66,7 @@ function setup(prefix: string) {
 
   /** The attempt history stored in the job hash's `rq` field. */
   async function storedHistory(id: string): Promise<AttemptRecord[]> {
-    const state = parseJobState(await admin.hget(`bull:${name}:${id}`, 'rq'));
+    const state = parseJobState(await admin.hget(jobKey(admin, name, id), 'rq'));
     if (!state) throw new Error(`job ${id} of ${name} has no stored state`);
     return state.history;
   }

@@ -15,7 +15,7 @@ import {
   retryJobFor,
   type StreamMessage,
 } from '../../workers/stream/index.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
 
 const logger = createLogger({ level: 'silent' });
 const group = 'billing';
@@ -46,8 +46,8 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
   for (const stream of streams.splice(0)) {
     await redis.del(stream);
-    const counters = await redis.keys(`${stream}:count:*`);
-    if (counters.length > 0) await redis.del(...counters);
+    // One hash of counters per stream: no KEYS, which a cluster answers per node.
+    await redis.del(`${stream}:counts`);
     await cleanQueue(redis, defaultRetryQueueName(stream, group));
   }
 });
@@ -95,7 +95,7 @@ async function pendingCount(stream: string): Promise<number> {
 }
 
 async function counter(stream: string, n: number): Promise<number> {
-  return Number((await redis.get(`${stream}:count:${n}`)) ?? 0);
+  return Number((await redis.hget(`${stream}:counts`, String(n))) ?? 0);
 }
 
 function spawnNode(args: string[], env: Record<string, string>): ChildProcess {
@@ -171,7 +171,7 @@ describe('stream consumer recovery', () => {
     expect(runs[2]!.at - runs[1]!.at).toBeGreaterThanOrEqual(policy.baseMs - 1);
 
     const jobId = jobIdForKey(retryIdempotencyKey(stream, group, id));
-    const state = parseJobState(await redis.hget(`bull:${retryQueue}:${jobId}`, 'rq'));
+    const state = parseJobState(await redis.hget(jobKey(redis, retryQueue, jobId), 'rq'));
     const failed = state?.history.filter((r) => r.outcome === 'failed') ?? [];
     expect(failed.map((r) => r.attempt)).toEqual([1, 2]);
     expect(failed[0]?.details).toMatchObject({ phase: 'stream', deliveries: 1 });
@@ -227,7 +227,7 @@ describe('stream consumer recovery', () => {
         logger,
         handler: async (message) => {
           deliveries.set(message.id, message.deliveries);
-          await redis.incr(`${stream}:count:${message.fields.n}`);
+          await redis.hincrby(`${stream}:counts`, String(message.fields.n), 1);
         },
       }),
     );

@@ -19,7 +19,7 @@ import {
 } from '../../workers/webhook/index.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cli } from '../harness/cli.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
 
 const admin = connect();
 afterAll(() => admin.disconnect());
@@ -185,7 +185,7 @@ describe('webhook delivery that no endpoint can slow down', () => {
     const completed = await done;
     expect(completed).toMatchObject({ jobId: id, attempt: 1 });
     expect(slowBody.arrivals.get('evt-slow')).toHaveLength(1);
-    const state = parseJobState(await admin.hget(`bull:${t.name}:${id}`, 'rq'));
+    const state = parseJobState(await admin.hget(jobKey(admin, t.name, id), 'rq'));
     expect(state?.history).toEqual([
       expect.objectContaining({
         attempt: 1,
