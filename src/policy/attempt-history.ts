@@ -1,6 +1,6 @@
 import type { DeadReason } from './dead-reason.js';
 import type { FailureDecision } from './decide.js';
-import type { AttemptRecord, ErrorSummary, JobState } from './job-state.js';
+import { changeState, type AttemptRecord, type ErrorSummary, type JobState } from './job-state.js';
 
 /**
  * The attempt history as pure functions: each takes a state and returns a new
@@ -45,7 +45,10 @@ export function recordStalls(
       error: { class: 'Stalled', message: 'the worker stopped during this attempt' },
     });
   }
-  return { state: { ...state, history: [...state.history, ...stalls] }, stalls: stalls.length };
+  return {
+    state: changeState(state, { history: [...state.history, ...stalls] }),
+    stalls: stalls.length,
+  };
 }
 
 /** What holds a job back without running it: its circuit, its key's pause, its key's bulkhead. */
@@ -80,7 +83,7 @@ export function recordDeferral(
         count: Number(last.details?.count ?? 1) + 1,
       },
     };
-    return { ...state, deferrals, history: [...state.history.slice(0, -1), merged] };
+    return changeState(state, { deferrals, history: [...state.history.slice(0, -1), merged] });
   }
   const record: AttemptRecord = {
     attempt: input.attempt,
@@ -92,7 +95,7 @@ export function recordDeferral(
     retryAt: input.retryAt,
     details: { breakerKey: input.key, reason: input.reason, count: 1 },
   };
-  return { ...state, deferrals, history: [...state.history, record] };
+  return changeState(state, { deferrals, history: [...state.history, record] });
 }
 
 /** What a failed attempt leaves in the history, whatever was decided. */
@@ -128,12 +131,11 @@ export function recordFailure(
       : { deadReason: decision.reason }),
     ...(failed.details ? { details: failed.details } : {}),
   };
-  const next: JobState = {
-    ...state,
+  const next = changeState(state, {
     history: [...state.history, record],
     firstFailedAt: state.firstFailedAt ?? failed.finishedAt,
-    ...(decision.action === 'retry' ? { previousDelayMs: decision.delayMs } : {}),
-  };
+    previousDelayMs: decision.action === 'retry' ? decision.delayMs : state.previousDelayMs,
+  });
   return { state: next, record };
 }
 
@@ -156,7 +158,7 @@ export function recordSuccess(
     decision: 'completed',
     ...(done.details ? { details: done.details } : {}),
   };
-  return { ...state, history: [...state.history, record] };
+  return changeState(state, { history: [...state.history, record] });
 }
 
 /** How a job left the queue for the DLQ. */

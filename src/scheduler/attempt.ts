@@ -18,6 +18,7 @@ import { classifyError, describeError } from '../policy/classify/index.js';
 import type { Classification, ClassifyOptions } from '../policy/classify/classify.js';
 import { applyEmptyBudget, decideFailure, type FailureDecision } from '../policy/decide.js';
 import {
+  changeState,
   readJobMeta,
   stateForLife,
   type AttemptRecord,
@@ -107,6 +108,88 @@ export type Attempt = AttemptOutcome & {
   budgetExhausted?: 'delay-to-cap' | 'dead-letter';
 };
 
+/**
+ * The handler's view of one attempt (a {@link RequeueJob}), and what the
+ * handler tells requeue during it. A class rather than an object literal:
+ * one per job, so its shape is built once. Its methods use `this`, like
+ * BullMQ's own `Job`.
+ */
+class AttemptHandle<T> implements RequeueJob<T> {
+  readonly id: string;
+  readonly name: string;
+  readonly queue: string;
+  readonly idempotencyKey: string | undefined;
+  readonly tags: Readonly<Record<string, string>>;
+  #details: Record<string, unknown> | undefined = undefined;
+  #pauseUntil: number | undefined = undefined;
+  // The job's AbortController is made when something needs it (the handler
+  // reads `signal`, or the attempt times out): most attempts never do.
+  #controller: AbortController | undefined = undefined;
+  #untrack: (() => void) | undefined = undefined;
+  readonly #track: (controller: AbortController) => () => void;
+
+  constructor(
+    ctx: AttemptContext<T>,
+    readonly bullJob: Job,
+    readonly data: T,
+    meta: JobMeta,
+    readonly attempt: number,
+    readonly replays: number,
+    readonly history: readonly AttemptRecord[],
+  ) {
+    this.id = String(bullJob.id);
+    this.name = bullJob.name;
+    this.queue = ctx.queue;
+    this.idempotencyKey = meta.key;
+    this.tags = meta.tags ?? noTags;
+    this.#track = ctx.track;
+  }
+
+  get signal(): AbortSignal {
+    return this.abortable().signal;
+  }
+
+  annotate(extra: Record<string, unknown>): void {
+    // A new object each time (what was stored stays as it was), built with
+    // Object.assign: a spread copy that adds fields is slow on Node 20.
+    const merged: Record<string, unknown> = Object.assign({}, this.#details);
+    try {
+      Object.assign(merged, extra);
+    } catch {
+      merged['annotateError'] = 'annotate() needs an object';
+    }
+    this.#details = merged;
+  }
+
+  pauseKey(untilMs: number): void {
+    if (Number.isFinite(untilMs)) this.#pauseUntil = Math.max(this.#pauseUntil ?? 0, untilMs);
+  }
+
+  /** The attempt's controller, made (and registered with the worker) on first use. */
+  abortable(): AbortController {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      this.#untrack = this.#track(this.#controller);
+    }
+    return this.#controller;
+  }
+
+  /** The attempt is over: closing the worker no longer needs to abort it. */
+  forget(): void {
+    this.#untrack?.();
+  }
+
+  static detailsOf<T>(handle: AttemptHandle<T>): Record<string, unknown> | undefined {
+    return handle.#details;
+  }
+
+  static pauseUntilOf<T>(handle: AttemptHandle<T>): number | undefined {
+    return handle.#pauseUntil;
+  }
+}
+
+const noTags: Readonly<Record<string, string>> = Object.freeze({});
+
 /** An attempt that ran past `attemptTimeoutMs`: retryable, and counted as a timeout. */
 export class AttemptTimeoutError extends Error {
   override name = 'TimeoutError';
@@ -143,7 +226,7 @@ export async function runAttempt<T>(
   if (attempt > policy.maxAttempts) {
     // Earlier attempts died with their worker; this one would exceed the limit.
     const death = dying('max-attempts', 'worker died during the last attempt', attempt - 1, now);
-    return { ...base, kind: 'dead', death, state };
+    return { attempt: base.attempt, meta: base.meta, life: base.life, kind: 'dead', death, state };
   }
 
   let data = job.data as T;
@@ -152,7 +235,9 @@ export async function runAttempt<T>(
     if (!parsed.success) {
       const message = formatZodError(parsed.error, 'data');
       return {
-        ...base,
+        attempt: base.attempt,
+        meta: base.meta,
+        life: base.life,
         kind: 'dead',
         death: dying('invalid-payload', message, attempt, now),
         state,
@@ -161,46 +246,9 @@ export async function runAttempt<T>(
     data = parsed.data;
   }
 
-  // The job's AbortController is made when something needs it (the handler
-  // reads `signal`, or the attempt times out): most attempts never do.
-  let controller: AbortController | undefined;
-  let untrack: (() => void) | undefined;
-  const abortable = (): AbortController => {
-    if (!controller) {
-      controller = new AbortController();
-      untrack = ctx.track(controller);
-    }
-    return controller;
-  };
-  const onClosing = (): void => untrack?.();
-  let details: Record<string, unknown> | undefined;
-  let pauseUntil: number | undefined;
-  const handle: RequeueJob<T> = Object.freeze({
-    id: String(job.id),
-    name: job.name,
-    data,
-    queue: ctx.queue,
-    idempotencyKey: meta.key,
-    attempt,
-    replays: life,
-    history: state.history,
-    tags: meta.tags ?? {},
-    get signal(): AbortSignal {
-      return abortable().signal;
-    },
-    annotate: (extra: Record<string, unknown>) => {
-      try {
-        details = { ...details, ...extra };
-      } catch {
-        details = { ...details, annotateError: 'annotate() needs an object' };
-      }
-    },
-    pauseKey: (untilMs: number) => {
-      if (Number.isFinite(untilMs)) pauseUntil = Math.max(pauseUntil ?? 0, untilMs);
-    },
-    bullJob: job,
-  });
-
+  const handle = new AttemptHandle<T>(ctx, job, data, meta, attempt, life, state.history);
+  const abortable = (): AbortController => handle.abortable();
+  const onClosing = (): void => handle.forget();
   /** Puts the job back without running it: no attempt used, bounded by `maxDeferrals`. */
   const defer = (key: string, retryAt: number, reason: DeferralReason): Attempt => {
     const why = { breaker: 'the circuit of', pause: 'pause', bulkhead: 'the bulkhead of' }[reason];
@@ -208,14 +256,25 @@ export async function runAttempt<T>(
     if (state.deferrals + 1 > ctx.maxDeferrals) {
       const message = `${why} ${key} held the job back through ${ctx.maxDeferrals} deferrals`;
       return {
-        ...base,
+        attempt: base.attempt,
+        meta: base.meta,
+        life: base.life,
         kind: 'dead',
         death: dying('max-deferrals', message, attempt - 1, now),
         state,
       };
     }
     const deferred = recordDeferral(state, { attempt, key, retryAt, now, reason });
-    return { ...base, kind: 'deferred', retryAt, key, reason, state: deferred };
+    return {
+      attempt: base.attempt,
+      meta: base.meta,
+      life: base.life,
+      kind: 'deferred',
+      retryAt,
+      key,
+      reason,
+      state: deferred,
+    };
   };
 
   const key = ctx.keyOf(handle);
@@ -244,8 +303,8 @@ export async function runAttempt<T>(
       abortable,
       onClosing,
       defer,
-      details: () => details,
-      pauseUntil: () => pauseUntil,
+      details: () => AttemptHandle.detailsOf(handle),
+      pauseUntil: () => AttemptHandle.pauseUntilOf(handle),
     });
   } finally {
     if (key !== undefined) ctx.keys.leave(key);
@@ -318,7 +377,9 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
     // costs no write.
     const worthKeeping = details !== undefined || state.history.length > 0;
     return {
-      ...base,
+      attempt: base.attempt,
+      meta: base.meta,
+      life: base.life,
       kind: 'completed',
       result: storableResult(settled.value),
       state: worthKeeping
@@ -373,7 +434,7 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
       classification.kind === 'retry' && classification.timeout,
     );
     // A denied take costs nothing, so its success must refund nothing either.
-    state = { ...state, lastRetryCost: cost };
+    state = changeState(state, { lastRetryCost: cost });
     if (!granted) {
       decision = applyEmptyBudget(decision, policy, finishedAt, ctx.budget.onEmpty);
       budgetExhausted = ctx.budget.onEmpty;
@@ -394,10 +455,20 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
   const extra = budgetExhausted ? { budgetExhausted } : {};
   if (decision.action === 'dead-letter') {
     const death = dying(decision.reason, failure.error.message, attempt, finishedAt);
-    return { ...base, ...extra, kind: 'dead', death, state: recorded.state };
+    return {
+      attempt: base.attempt,
+      meta: base.meta,
+      life: base.life,
+      ...extra,
+      kind: 'dead',
+      death,
+      state: recorded.state,
+    };
   }
   return {
-    ...base,
+    attempt: base.attempt,
+    meta: base.meta,
+    life: base.life,
     ...extra,
     kind: 'retry',
     delayMs: decision.delayMs,

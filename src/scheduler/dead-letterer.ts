@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import type { Logger } from '../config/logger.js';
-import type { JobState } from '../policy/job-state.js';
+import { changeState, type JobState } from '../policy/job-state.js';
 import type { Attempt } from './attempt.js';
 import type { DeadJobRecord, DeadLetterQueue } from './dead-letter.js';
 import type { TypedEmitter, WorkerEvents } from './events.js';
@@ -31,15 +31,21 @@ export async function deadLetter(
 ): Promise<DeadJobRecord | undefined> {
   const { death } = attempt;
   let state: JobState = attempt.state;
+  // Field by field: a spread copy that adds a field costs microseconds on Node 20.
   const stored = JSON.stringify({
-    ...death,
-    ...(state.firstFailedAt !== undefined ? { firstFailedAt: state.firstFailedAt } : {}),
+    reason: death.reason,
+    message: death.message,
+    attempts: death.attempts,
+    deadAt: death.deadAt,
+    firstFailedAt: state.firstFailedAt,
   });
   let moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt);
   if (moved.kind === 'occupied') {
     // The same id died before (a key re-added after its first job died): one
     // record keeps both lives' history.
-    const merged = { ...state, history: [...(moved.state?.history ?? []), ...state.history] };
+    const merged = changeState(state, {
+      history: [...(moved.state?.history ?? []), ...state.history],
+    });
     moved = await ctx.moves.deadLetter(job, token, merged, stored, death.deadAt, moved.generation);
     if (moved.kind === 'vanished') {
       // A replay or purge took the earlier death between the two calls: its

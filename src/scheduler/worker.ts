@@ -274,8 +274,10 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       throw new DelayedError('left to stalled recovery');
     }
     if (attempt.kind === 'completed') {
-      // For `job:completed` (a property, not a WeakMap: no ephemeron for the GC per job).
-      (job as AttemptTagged)[attemptTag] = attempt.attempt;
+      // For `job:completed`, only where the attempt is not BullMQ's count (a replayed or
+      // deferred job): a property added to BullMQ's job costs a shape change per job.
+      if (attempt.attempt !== job.attemptsStarted)
+        (job as AttemptTagged)[attemptTag] = attempt.attempt;
       // Nothing to store before BullMQ completes the job (its own fenced move).
       if (!attempt.stateChanged) return attempt.result;
     }
