@@ -207,7 +207,10 @@ function QueueCards({ queues, selected, onSelect }) {
           <div class="counts">
             ${order.map(
               (state) =>
-                html`<div class=${`count ${state}`} data-testid=${`count-${state}`}>
+                html`<div
+                  class=${`count ${state} ${queue.counts[state] > 0 ? 'some' : ''}`}
+                  data-testid=${`count-${state}`}
+                >
                   <b>${queue.counts[state] ?? 0}</b><span>${state}</span>
                 </div>`,
             )}
@@ -314,7 +317,7 @@ function SchedulePanel({ queue, tick, onError }) {
         ${(data?.upcoming ?? []).map(
           (j) =>
             html`<tr key=${j.id}>
-              <td title=${time(j.dueAt)}>${ago(j.dueAt, now)}</td>
+              <td class="nowrap" title=${time(j.dueAt)}>${ago(j.dueAt, now)}</td>
               <td class="mono">${j.name} · ${j.id}</td>
               <td><${KindBadge} kind=${j.kind} /></td>
               <td class="num">${j.attempt ?? ''}</td>
@@ -372,7 +375,7 @@ function BreakersPanel({ queue, tick, onError, ask, refresh }) {
               <td class="num">${pct(b.failureRate)}</td>
               <td title=${time(b.openedAt)}>${b.openedAt ? ago(b.openedAt) : ''}</td>
               <td title=${time(b.halfOpenAt)}>
-                ${b.isolated ? 'when closed by hand' : b.halfOpenAt ? ago(b.halfOpenAt) : ''}
+                ${b.isolated ? 'by hand' : b.halfOpenAt ? ago(b.halfOpenAt) : ''}
               </td>
               <td class="actions">
                 ${
@@ -492,7 +495,7 @@ function History({ history }) {
           a.details?.latencyMs ?? (a.finishedAt != null ? a.finishedAt - a.startedAt : undefined);
         return html`<tr>
           <td class="num">${a.replay ? `${a.replay}.` : ''}${a.attempt}</td>
-          <td title=${time(a.startedAt)}>${time(a.startedAt)}</td>
+          <td class="nowrap">${time(a.startedAt)}</td>
           <td>
             <${Badge}
               tone=${a.outcome === 'succeeded' ? 'ok' : a.outcome === 'deferred' ? 'info' : 'bad'}
@@ -502,7 +505,9 @@ function History({ history }) {
           <td class="num">${status ?? ''}</td>
           <td class="num">${latency != null ? duration(latency) : ''}</td>
           <td class="err" title=${errorText(a.error)}>${errorText(a.error)}</td>
-          <td>${a.decision === 'dead-letter' ? `dead (${a.deadReason ?? '?'})` : a.decision}</td>
+          <td class="nowrap">
+            ${a.decision === 'dead-letter' ? `dead (${a.deadReason ?? '?'})` : a.decision}
+          </td>
           <td class="num">${a.delayMs != null ? duration(a.delayMs) : ''}</td>
         </tr>`;
       })}
@@ -636,7 +641,7 @@ function DeadPanel({ queue, tick, onError, ask, refresh }) {
                       <td class="num">
                         ${d.attempts}${d.replays ? ` (${d.replays} replays)` : ''}
                       </td>
-                      <td title=${time(d.deadAt)}>${ago(d.deadAt)}</td>
+                      <td class="nowrap" title=${time(d.deadAt)}>${ago(d.deadAt)}</td>
                       <td class="err" title=${d.message}>${d.message}</td>
                       <td class="actions" onClick=${(e) => e.stopPropagation()}>
                         <button onClick=${() => bulk('replay', { id: d.id }, `dead job ${d.id}`)}>
@@ -654,10 +659,16 @@ function DeadPanel({ queue, tick, onError, ask, refresh }) {
                       open === d.id &&
                       html`<tr class="history">
                         <td colspan="6">
-                          <div class="muted" style="margin-bottom:6px">
-                            ${d.idempotencyKey ? `key ${d.idempotencyKey} · ` : ''}first failure
-                            ${time(d.firstFailedAt)} · dead ${time(d.deadAt)} · data
-                            <span class="mono">${JSON.stringify(d.data).slice(0, 200)}</span>
+                          <div class="muted detail">
+                            ${[
+                              d.idempotencyKey ? `key ${d.idempotencyKey}` : '',
+                              d.firstFailedAt ? `first failure ${time(d.firstFailedAt)}` : '',
+                              `dead ${time(d.deadAt)}`,
+                              d.replays ? `replayed ${d.replays}×` : '',
+                            ]
+                              .filter(Boolean)
+                              .join(' · ')}
+                            <div class="mono">data ${JSON.stringify(d.data).slice(0, 300)}</div>
                           </div>
                           <${History} history=${d.history} />
                         </td>
@@ -743,15 +754,15 @@ function App() {
       ${
         current &&
         html`<div class="grid">
-          <div>
-            <${SchedulePanel} queue=${current.name} ...${panel} />
-            <${DeadPanel} queue=${current.name} ...${panel} />
+            <div>
+              <${SchedulePanel} queue=${current.name} ...${panel} />
+            </div>
+            <div>
+              <${BreakersPanel} queue=${current.name} ...${panel} />
+              ${current.kind === 'webhook' && html`<${EndpointsPanel} queue=${current.name} ...${panel} />`}
+            </div>
           </div>
-          <div>
-            <${BreakersPanel} queue=${current.name} ...${panel} />
-            ${current.kind === 'webhook' && html`<${EndpointsPanel} queue=${current.name} ...${panel} />`}
-          </div>
-        </div>`
+          <${DeadPanel} queue=${current.name} ...${panel} />`
       }
     </main>
     <${Confirm} ask=${confirm} onClose=${() => setConfirm(undefined)} />
