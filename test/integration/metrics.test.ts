@@ -205,6 +205,40 @@ describe('metrics in every process', () => {
   );
 
   it(
+    'the stream worker with METRICS_PORT: its retry queue counted, promtool-clean',
+    { timeout: PROCESS_TIMEOUT_MS * 2 },
+    async () => {
+      const stream = uniqueQueueName('metrics-stream');
+      const group = 'billing';
+      const retryQueue = `${stream}.${group}.retry`;
+      onCleanup(() => cleanQueue(redis, retryQueue));
+      onCleanup(() => redis.del(stream, `${stream}:counts`));
+      const { child, url } = await startServing('workers/stream/main.ts', [], {
+        REDIS_URL: redisUrl(),
+        STREAM: stream,
+        GROUP: group,
+        HANDLER: 'test/fixtures/stream-counting-handler.ts',
+        START_ID: '0',
+        BLOCK_MS: '100',
+        POLICY: JSON.stringify({ strategy: 'fixed', baseMs: 50, capMs: 50, maxAttempts: 3 }),
+        METRICS_PORT: '0',
+      });
+      // Fails its stream attempt: handed to the retry queue, whose worker runs it again.
+      await redis.xadd(stream, '*', 'n', '1', 'fail', '1');
+      const q = { queue: retryQueue };
+      const text = await scrapeUntil(
+        url,
+        (t) => sample(t, 'requeue_jobs_completed_total', q) === 1,
+      );
+      expect(sample(text, 'requeue_job_attempts_count', q)).toBe(1);
+      expect(sample(text, 'requeue_jobs', { ...q, state: 'completed' })).toBe(1);
+      expect(sample(text, 'requeue_dlq_jobs', q)).toBe(0);
+      await expectPromtoolClean(text);
+      expect(await child.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+    },
+  );
+
+  it(
     'a metrics port that cannot be used is one line naming the setting, exit code 2',
     { timeout: PROCESS_TIMEOUT_MS },
     async () => {
