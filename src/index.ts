@@ -20,7 +20,7 @@ export type {
 } from './scheduler/dead-letter.js';
 export type { WorkerEvents } from './scheduler/events.js';
 export type { AttemptRecord, JobState } from './policy/job-state.js';
-export { RequeueMetrics } from './scheduler/metrics.js';
+export { RequeueMetrics, type RequeueMetricsOptions } from './scheduler/metrics.js';
 
 // Pure policy: strategies, retry policy, classification, decisions.
 export { computeDelay, strategyNames } from './policy/backoff/index.js';
