@@ -82,11 +82,28 @@ export class JobMoves {
     this.rq = requeueKeys(queue);
   }
 
-  /** The job's stored state; the first attempt of a first life has none (no round trip). */
-  async load(job: Job): Promise<StoredState> {
-    if (job.attemptsStarted <= 1) return { state: undefined, life: 0, lifeOffset: 0 };
-    const [rq, life, offset] = await this.redis.hmget(this.jobKey(job.id!), 'rq', 'rql', 'rqo');
-    return { state: parseJobState(rq), life: Number(life ?? 0), lifeOffset: Number(offset ?? 0) };
+  /**
+   * The job's stored state; the first attempt of a first life has none (no
+   * round trip). A job that completed and was sent back from outside
+   * (bull-board's "retry", `job.retry('completed')`, `retryJobs`) starts a
+   * new life here, as a replay would: see {@link completedBefore}.
+   */
+  async load(job: Job, token: string): Promise<StoredState> {
+    if (!mayHaveState(job)) return { state: undefined, life: 0, lifeOffset: 0 };
+    const key = this.jobKey(job.id!);
+    const [rq, life, offset, made] = await this.redis.hmget(key, 'rq', 'rql', 'rqo', 'rqm');
+    const state = parseJobState(rq);
+    if (!completedBefore(job.attemptsMade, made, state))
+      return { state, life: Number(life ?? 0), lifeOffset: Number(offset ?? 0) };
+    const lifeOffset = Math.max(0, job.attemptsStarted - 1);
+    const started = await runScript(
+      this.redis,
+      'startLife',
+      [key, `${key}:lock`],
+      [token, lifeOffset, job.attemptsMade],
+    );
+    if (started === -1) throw new Error(`lost the lock of job ${String(job.id)}`);
+    return { state, life: Number(started), lifeOffset };
   }
 
   /**
@@ -107,7 +124,14 @@ export class JobMoves {
       now,
       Math.max(0, Math.round(delayMs)),
       token,
-      { skipAttempt: !countsAttempt, fieldsToUpdate: { rq: serializeJobState(state) } },
+      {
+        skipAttempt: !countsAttempt,
+        // `rqm`: BullMQ's attempts made (`atm`) once this move has counted its own.
+        fieldsToUpdate: {
+          rq: serializeJobState(state),
+          rqm: job.attemptsMade + (countsAttempt ? 1 : 0),
+        },
+      },
     );
   }
 
@@ -160,6 +184,40 @@ export class JobMoves {
   private jobKey(id: string): string {
     return this.keys.prefix + id;
   }
+}
+
+/**
+ * Whether an active job may have requeue state to load: not on the first
+ * attempt of a job that never finished an attempt (most jobs: no round trip).
+ */
+export function mayHaveState(job: Job): boolean {
+  return job.attemptsStarted > 1 || job.attemptsMade > 0;
+}
+
+/**
+ * Whether a job now active had completed before: BullMQ counts a completion
+ * in the job's `atm` (attempts made), as it counts each retry requeue moves
+ * with `moveToDelayed`; requeue records in `rqm` what `atm` was after its own
+ * last move. More made than that means a completion since: someone sent the
+ * completed job back (stalls and deferrals count nothing). Jobs stored before
+ * `rqm` existed are judged by their history's retries and recorded successes.
+ */
+export function completedBefore(
+  attemptsMade: number,
+  recorded: string | null | undefined,
+  state: JobState | undefined,
+): boolean {
+  if (attemptsMade <= 0) return false;
+  if (recorded !== null && recorded !== undefined && recorded !== '')
+    return attemptsMade > Number(recorded);
+  let counted = 0;
+  for (const record of state?.history ?? [])
+    if (
+      (record.outcome === 'failed' && record.decision === 'retry') ||
+      record.outcome === 'succeeded'
+    )
+      counted += 1;
+  return attemptsMade > counted;
 }
 
 /** A dead record to bring back: its id, the death generation read, a fresh id in case its own is taken. */

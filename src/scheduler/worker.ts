@@ -23,7 +23,7 @@ import { DeadLetterQueue } from './dead-letter.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { FetchPause } from './fetch-pause.js';
-import { JobMoves } from './job-moves.js';
+import { JobMoves, mayHaveState } from './job-moves.js';
 import { KeyGate } from './key-gate.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
@@ -265,7 +265,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     let attempt: Attempt;
     try {
       // A first attempt has no stored state: no read, and no promise to wait on.
-      const stored = job.attemptsStarted <= 1 ? firstLife : await this.moves.load(job);
+      const stored = mayHaveState(job) ? await this.moves.load(job, token) : firstLife;
       attempt = await runAttempt(this.attemptContext, job, stored);
     } catch (err) {
       // requeue's own I/O failed (Redis): the job stays active and comes back
