@@ -194,9 +194,10 @@ export class BreakerStore {
   /** Keys whose breaker is not closed, with their states. */
   async openBreakers(): Promise<Map<string, BreakerState>> {
     const keys = await this.redis.smembers(this.keys.breakerOpenKeys);
-    const out = new Map<string, BreakerState>();
-    for (const key of keys) out.set(key, (await this.read(key)).state);
-    return out;
+    // Sent together, not one round trip after another: a scrape or a reload
+    // with a thousand endpoints down takes one wait, not a thousand.
+    const states = await Promise.all(keys.map((key) => this.read(key)));
+    return new Map(keys.map((key, i) => [key, states[i]!.state]));
   }
 
   /** Every key that has recorded outcomes or been set by hand. */
