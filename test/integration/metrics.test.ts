@@ -2,12 +2,19 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { enqueueWebhook } from '../../workers/webhook/index.js';
 import { spawnTs, type TsChild } from '../harness/child.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { promtoolCheck, sample } from '../harness/promtool.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import {
+  cleanQueue,
+  connect,
+  redisUrl,
+  startRedisServer,
+  uniqueQueueName,
+} from '../harness/redis.js';
 
 /**
  * Issue 11, part 1: every requeue process serves `/metrics` — `requeue worker
@@ -74,6 +81,31 @@ async function expectPromtoolClean(text: string): Promise<void> {
   expect(checked.output).toBe('');
   expect(checked.code).toBe(0);
 }
+
+describe('a scrape while Redis does not answer', () => {
+  it('returns within the read timeout, without the queue gauges, with the process metrics', async () => {
+    const server = await startRedisServer({ port: 7343 });
+    onCleanup(() => server.stop());
+    const connection = connect(server.url);
+    onCleanup(() => connection.disconnect());
+    const queue = createQueue('frozen', { connection });
+    await queue.add('job', {});
+    const metrics = new RequeueMetrics(undefined, { readTimeoutMs: 300 });
+    metrics.watchQueue(queue);
+    expect(sample((await metrics.render()).body, 'requeue_jobs', { state: 'waiting' })).toBe(1);
+
+    server.signal('SIGSTOP');
+    onCleanup(() => server.signal('SIGCONT'));
+    const started = Date.now();
+    const { body } = await metrics.render();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(sample(body, 'requeue_jobs', { state: 'waiting' })).toBeUndefined();
+    expect(sample(body, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    await expectPromtoolClean(body);
+    server.signal('SIGCONT');
+    await queue.close();
+  });
+});
 
 describe('metrics in every process', () => {
   it(
