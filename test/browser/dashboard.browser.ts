@@ -164,6 +164,19 @@ describe('the dashboard in chromium', () => {
       deadAt: now - 1000,
       replays: 0,
     });
+    await seedDead(redis, {
+      source: jobs,
+      id: 'refund-7',
+      name: 'refund',
+      data: { refund: 7 },
+      opts: {},
+      reason: 'permanent-error',
+      message: 'bad request: unknown account',
+      attempts: 1,
+      history: [],
+      deadAt: now - 60_000,
+      replays: 0,
+    });
     // Three jobs that fail and wait 2 minutes for their retry.
     for (let i = 0; i < 3; i += 1)
       await fetch(`${service.url}/v1/jobs/${jobs}`, {
@@ -184,7 +197,7 @@ describe('the dashboard in chromium', () => {
     await page.getByRole('button', { name: 'Use token' }).click();
 
     const card = page.getByTestId(`queue-${jobs}`);
-    await expect.poll(() => card.getByTestId('count-dead').innerText()).toContain('1');
+    await expect.poll(() => card.getByTestId('count-dead').innerText()).toContain('2');
     await expect.poll(() => card.getByTestId('count-delayed').innerText()).toContain('3');
 
     // The retry chart: three retries due within the hour, drawn as bars.
@@ -205,6 +218,13 @@ describe('the dashboard in chromium', () => {
       return blue;
     });
     expect(barPixels).toBeGreaterThan(50);
+
+    // The DLQ filtered by reason: only the job that ran out of attempts.
+    const deadRows = page.locator('[data-testid=dlq] tr[data-testid^=dead-]');
+    await expect.poll(() => deadRows.count()).toBe(2);
+    await page.getByTestId('filter-reason').selectOption('max-attempts');
+    await expect.poll(() => deadRows.count()).toBe(1);
+    expect(await deadRows.first().getAttribute('data-testid')).toBe('dead-order-42');
 
     // The dead job, opened: its attempt history.
     const row = page.getByTestId('dead-order-42');
@@ -239,8 +259,8 @@ describe('the dashboard in chromium', () => {
     // Back in the queue with fresh attempts; its worker may already have run it.
     expect(['waiting', 'active', 'delayed', 'completed']).toContain(job.where);
     expect(job.replays).toBe(1);
-    expect((await admin(`/queues/${jobs}/dlq`)).total).toBe(0);
-    await expect.poll(() => page.getByTestId('dlq').innerText()).toContain('No dead job');
+    expect((await admin(`/queues/${jobs}/dlq`)).total).toBe(1);
+    await expect.poll(() => page.getByTestId('dlq').innerText()).toContain('No dead job matches');
     await shot('04-replayed');
   });
 

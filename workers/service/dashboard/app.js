@@ -318,7 +318,7 @@ function SchedulePanel({ queue, tick, onError }) {
           (j) =>
             html`<tr key=${j.id}>
               <td class="nowrap" title=${time(j.dueAt)}>${ago(j.dueAt, now)}</td>
-              <td class="mono">${j.name} · ${j.id}</td>
+              <td class="mono id" title=${j.id}>${j.name} · ${j.id}</td>
               <td><${KindBadge} kind=${j.kind} /></td>
               <td class="num">${j.attempt ?? ''}</td>
               <td class="err" title=${j.lastError ?? ''}>${j.lastError ?? ''}</td>
