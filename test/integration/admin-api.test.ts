@@ -346,6 +346,16 @@ describe('the admin API', () => {
     expect((await json(`/admin/queues/${name}/dlq`)).body.total).toBe(1);
   });
 
+  it('finds a webhook job whose id has a slash (<endpoint>/<event>), percent-encoded in the path', async () => {
+    await seedDead(redis, deadRecord(names.hooks, 'ep_1/evt_1'));
+    const path = encodeURIComponent('ep_1/evt_1');
+    expect((await json(`/admin/queues/${names.hooks}/dlq/${path}`)).body).toMatchObject({
+      id: 'ep_1/evt_1',
+      where: 'dead',
+    });
+    expect((await json(`/admin/queues/${names.hooks}/jobs/${path}`)).status).toBe(200);
+  });
+
   it('opens and closes breakers, shows them and the budget as `requeue breaker status` does', async () => {
     const name = names.jobs;
     const opened = await json(`/admin/queues/${name}/breakers/open`, {
