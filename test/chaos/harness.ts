@@ -133,6 +133,10 @@ export function duplicatedSideEffects(runs: readonly RunEntry[]): number {
 /** What {@link checkDelays} found. */
 export interface DelayCheck {
   retries: number;
+  /** Attempts recorded as `stalled`: their worker lost the job's lock (died, or starved past `lockDurationMs`). */
+  stalls: number;
+  /** Attempts the worker's `attemptTimeoutMs` cut short (the handler may have done its work: it runs again). */
+  timeouts: number;
   /** Each a sentence; empty when every recorded delay respects the policy. */
   violations: string[];
   /** The largest `delayMs` recorded. */
@@ -143,7 +147,7 @@ export interface DelayCheck {
 
 /**
  * Checks the delays recorded in every history (completed jobs' `rq` state
- * and dead records): each retry's `delayMs` within the full-jitter bounds of
+ * and dead records): each failed attempt's retry `delayMs` within the full-jitter bounds of
  * the policy (`[0, min(capMs, baseMs · 2^(attempt − 1))]`), `retryAt` its
  * failure time plus that delay, and the next attempt started no earlier than
  * `retryAt`.
@@ -164,11 +168,21 @@ export async function checkDelays(r: RealSystem, baseMs: number): Promise<DelayC
   for (const record of await allDead(r.dlq)) {
     histories.push({ id: record.id, history: record.history });
   }
-  const result: DelayCheck = { retries: 0, violations: [], maxDelayMs: 0, maxLateMs: 0 };
+  const result: DelayCheck = {
+    retries: 0,
+    stalls: 0,
+    timeouts: 0,
+    violations: [],
+    maxDelayMs: 0,
+    maxLateMs: 0,
+  };
   const policy = { baseMs, capMs, factor: 2 };
   for (const { id, history } of histories) {
     history.forEach((entry, k) => {
-      if (entry.decision !== 'retry') return;
+      // A stall is recorded when the job comes back: no delay was chosen for it.
+      if (entry.outcome === 'stalled') result.stalls += 1;
+      if (entry.error?.class === 'TimeoutError') result.timeouts += 1;
+      if (entry.decision !== 'retry' || entry.outcome !== 'failed') return;
       result.retries += 1;
       const delay = entry.delayMs ?? NaN;
       const ceiling = exponentialCeiling(entry.attempt - 1, policy);

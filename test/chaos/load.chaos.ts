@@ -30,7 +30,8 @@ const seed = chaosSeed();
 const config: RunConfig = {
   workers: 4,
   concurrency: envInt('CHAOS_CONCURRENCY', 25),
-  maxAttempts: 5,
+  // Plans need at most 4; the rest leaves room for stalls on a starved machine.
+  maxAttempts: 8,
   baseMs: 10,
   breaker: false,
 };
@@ -56,6 +57,8 @@ interface Wave {
   duplicated: number;
   crashes: number;
   retries: number;
+  stalls: number;
+  timeouts: number;
   maxDelayMs: number;
   maxLateMs: number;
   violations: string[];
@@ -88,7 +91,7 @@ async function wave(size: number, random: () => number): Promise<Wave> {
     let permanent = 0;
     for (const job of model.jobs.values()) {
       const steps = job.plan[0]!;
-      // No crash here: every attempt of the plan runs once, none more.
+      // Every attempt of the plan runs once (more only after a stall).
       expectedRuns += steps.length;
       if (steps[0] === 'permanent') permanent += 1;
     }
@@ -104,6 +107,8 @@ async function wave(size: number, random: () => number): Promise<Wave> {
       duplicated: duplicatedSideEffects(runs),
       crashes: real.unexpectedExits(),
       retries: delays.retries,
+      stalls: delays.stalls,
+      timeouts: delays.timeouts,
       maxDelayMs: delays.maxDelayMs,
       maxLateMs: delays.maxLateMs,
       violations: [...violations, ...delays.violations],
@@ -144,18 +149,26 @@ it(`conserves ${jobs} jobs through 4 workers: completed + dead = added, each in 
     handlerRuns: sum((w) => w.runs),
     expectedRuns: sum((w) => w.expectedRuns),
     retries: sum((w) => w.retries),
+    stalls: sum((w) => w.stalls),
+    timeouts: sum((w) => w.timeouts),
     maxDelayMs: Math.round(Math.max(...waves.map((w) => w.maxDelayMs)) * 10) / 10,
     maxRetryStartAfterDueMs: Math.round(Math.max(...waves.map((w) => w.maxLateMs))),
     violations: violations.length,
   });
-  expect(violations.slice(0, 20)).toEqual([]);
+  expect(violations.slice(0, 50)).toEqual([]);
   expect(sum((w) => w.rejected)).toBe(0);
   expect(enqueued).toBe(jobs);
   expect(completed + dead).toBe(jobs);
   expect(dead).toBe(sum((w) => w.permanent));
   expect(sum((w) => w.failed)).toBe(0);
-  expect(sum((w) => w.runs)).toBe(sum((w) => w.expectedRuns));
-  expect(sum((w) => w.duplicated)).toBe(0);
+  // No worker is killed here, but on a starved machine a handler can overrun
+  // the attempt's timeout (300 ms in these suites) or its worker miss
+  // renewing the lock (2 s): the attempt is recorded as timed out or stalled
+  // and runs again. Every run beyond the plans is one of those, recorded.
+  const interrupted = sum((w) => w.stalls + w.timeouts);
+  expect(sum((w) => w.runs)).toBeGreaterThanOrEqual(sum((w) => w.expectedRuns));
+  expect(sum((w) => w.runs)).toBeLessThanOrEqual(sum((w) => w.expectedRuns) + interrupted);
+  expect(sum((w) => w.duplicated)).toBeLessThanOrEqual(interrupted);
   expect(sum((w) => w.retries)).toBeGreaterThan(0);
   expect(sum((w) => w.crashes)).toBe(0);
 });
