@@ -466,6 +466,21 @@ describe('the bad-input table', () => {
     expectConfigError(() => parseQueueName(name, 'queue'), message);
   });
 
+  it("the service's webhooks.breaker took the generic breaker's defaults for the settings it left out", () => {
+    const config = parseServiceConfig({ webhooks: { breaker: { openMs: 7_000 } } });
+    // Kept as given: the webhook worker fills the rest with its own defaults.
+    expect(config.webhooks.breaker).toEqual({ openMs: 7_000 });
+    // Checked as the worker will use it, over the webhook defaults (maxOpenMs 30 s).
+    expectConfigError(
+      () => parseServiceConfig({ webhooks: { breaker: { openMs: 60_000 } } }),
+      /config\.webhooks\.breaker\.maxOpenMs: maxOpenMs must be ≥ openMs/,
+    );
+    expectConfigError(
+      () => parseServiceConfig({ webhooks: { breaker: { failureRate: 2 } } }),
+      /config\.webhooks\.breaker\.failureRate/,
+    );
+  });
+
   it('queue names: duplicates in one process are refused', () => {
     expectConfigError(
       () =>

@@ -13,6 +13,23 @@ import { budgetOptionsSchema } from '../../src/policy/budget/budget-options.js';
 import { limits } from '../../src/policy/limits.js';
 import { checkQueueSet, queueNameSchema } from '../../src/policy/queue-name.js';
 import { retryPolicySchema } from '../../src/policy/retry-policy.js';
+import { webhookBreakerDefaults } from '../webhook/worker.js';
+
+/**
+ * The webhook breaker's options as given: checked as the breaker will use
+ * them (over the webhook defaults), but kept without the library's defaults
+ * filled in, so that a setting left out takes the webhook worker's default
+ * (`webhookBreakerDefaults`), not the generic breaker's.
+ */
+const webhookBreakerSchema = z
+  .record(z.string(), z.unknown())
+  .superRefine((given, ctx) => {
+    const checked = breakerOptionsSchema.safeParse({ ...webhookBreakerDefaults, ...given });
+    if (checked.success) return;
+    for (const issue of checked.error.issues)
+      ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+  })
+  .transform((given) => given as z.input<typeof breakerOptionsSchema>);
 
 /** A host name (RFC 1123 labels) or an IP address to listen on. */
 const hostSchema = z
@@ -95,8 +112,8 @@ export const serviceConfigSchema = z.strictObject({
       /** Deliver to loopback/private addresses (development and tests only). @defaultValue `false` */
       allowPrivate: z.boolean().default(false),
       policy: retryPolicySchema.optional(),
-      /** A breaker per endpoint. @defaultValue the breaker's defaults */
-      breaker: breakerOptionsSchema.optional(),
+      /** A breaker per endpoint, over the webhook defaults. @defaultValue `webhookBreakerDefaults` */
+      breaker: webhookBreakerSchema.optional(),
       budget: budgetOptionsSchema.optional(),
     })
     .prefault({}),
