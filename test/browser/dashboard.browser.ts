@@ -219,6 +219,18 @@ describe('the dashboard in chromium', () => {
     });
     expect(barPixels).toBeGreaterThan(50);
 
+    // Any job's next attempt: one of the retrying jobs, looked up by id.
+    const { upcoming } = await admin(`/queues/${jobs}/schedule?limit=1`);
+    await page.getByTestId('lookup-id').fill(upcoming[0].id);
+    await page.getByRole('button', { name: 'Look up' }).click();
+    const found = page.getByTestId('lookup-result');
+    await found.waitFor();
+    const text = await found.innerText();
+    expect(text).toContain('delayed');
+    expect(text).toContain('retry');
+    expect(text).toMatch(/next attempt in 1m \d+s/);
+    expect(text).toContain('service unavailable');
+
     // The DLQ filtered by reason: only the job that ran out of attempts.
     const deadRows = page.locator('[data-testid=dlq] tr[data-testid^=dead-]');
     await expect.poll(() => deadRows.count()).toBe(2);
@@ -230,7 +242,7 @@ describe('the dashboard in chromium', () => {
     const row = page.getByTestId('dead-order-42');
     await row.waitFor();
     await row.click();
-    const attempts = page.locator('[data-testid=history] tbody tr');
+    const attempts = page.getByTestId('dlq').locator('[data-testid=history] tbody tr');
     await expect.poll(() => attempts.count()).toBe(3);
     const first = await attempts.nth(0).innerText();
     expect(first).toContain('503');
@@ -276,6 +288,7 @@ describe('the dashboard in chromium', () => {
     expect(await row.innerText()).toContain('open (isolated)');
     expect(await page.getByTestId('endpoints').innerText()).toContain('ep_partner');
     await shot('05-breaker-open');
+    // No script error, no failed request (a 404 would mean the page asked for something wrong).
     expect(pageErrors).toEqual([]);
   });
 });

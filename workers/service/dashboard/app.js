@@ -166,6 +166,11 @@ function TokenPrompt({ onSaved, message }) {
 function usePoll(path, tick, onError) {
   const [data, setData] = useState(undefined);
   const [error, setError] = useState(undefined);
+  // Another path (a filter, a page, another job) does not show the last one's answer.
+  useEffect(() => {
+    setData(undefined);
+    setError(undefined);
+  }, [path]);
   useEffect(() => {
     if (!path) return undefined;
     let live = true;
@@ -515,6 +520,55 @@ function History({ history }) {
   </table>`;
 }
 
+function JobLookup({ queue, tick, onError }) {
+  const [input, setInput] = useState('');
+  // The id looked up, with the queue it was looked up in: another queue starts empty.
+  const [wanted, setWanted] = useState({ queue, id: '' });
+  const id = wanted.queue === queue ? wanted.id : '';
+  const [job, error] = usePoll(id ? `/queues/${q(queue)}/jobs/${q(id)}` : undefined, tick, onError);
+  const shown = id && job && job.id !== undefined ? job : undefined;
+  const tone = { dead: 'bad', delayed: 'warn', completed: 'ok', failed: 'bad' };
+  return html`<section class="panel" data-testid="lookup">
+    <h3>Find a job</h3>
+    <form
+      class="filters"
+      onSubmit=${(e) => {
+        e.preventDefault();
+        setWanted({ queue, id: input.trim() });
+      }}
+    >
+      <label
+        >Job id or idempotency key
+        <input
+          value=${input}
+          onInput=${(e) => setInput(e.target.value)}
+          size="40"
+          data-testid="lookup-id"
+        />
+      </label>
+      <button type="submit">Look up</button>
+    </form>
+    ${id && error && html`<div class="notice bad">${error}</div>`}
+    ${
+      shown &&
+      !error &&
+      html`<div data-testid="lookup-result">
+        <p>
+          <span class="mono">${shown.name} · ${shown.id}</span>${' '}
+          <${Badge} tone=${tone[shown.where] ?? 'info'}>${shown.where}<//>
+          ${shown.delayKind && html` <${KindBadge} kind=${shown.delayKind} />`}
+          ${
+            shown.nextAttemptAt != null &&
+            html`${' next attempt '}<b>${ago(shown.nextAttemptAt)}</b>${` (${time(shown.nextAttemptAt)})`}`
+          }
+          ${shown.where === 'dead' && html` ${shown.reason}: ${shown.message}`}
+        </p>
+        <${History} history=${shown.history} />
+      </div>`
+    }
+  </section>`;
+}
+
 function DeadPanel({ queue, tick, onError, ask, refresh }) {
   const pageSize = 20;
   const [filters, setFilters] = useState({ reason: '', name: '', since: '', until: '' });
@@ -759,6 +813,7 @@ function App() {
             </div>
             <div>
               <${BreakersPanel} queue=${current.name} ...${panel} />
+              <${JobLookup} queue=${current.name} ...${panel} />
               ${current.kind === 'webhook' && html`<${EndpointsPanel} queue=${current.name} ...${panel} />`}
             </div>
           </div>
