@@ -432,6 +432,36 @@ export async function forceBreaker(r: RealSystem, open: boolean): Promise<void> 
 }
 
 /** Status reads, as a Redis user that may not write: a read that writes fails. */
+/**
+ * bull-board's "retry" on completed jobs (BullMQ's `job.retry('completed')`),
+ * up to `max` of them: each runs again in a new life, as a replay would.
+ */
+export class RerunCompleted extends Base {
+  constructor(readonly max: number) {
+    super();
+  }
+  protected async act(m: Model, r: RealSystem): Promise<void> {
+    const completed = await r.queue.bull.getJobs(['completed'], 0, this.max - 1);
+    const rerun: string[] = [];
+    for (const job of completed) {
+      const seq = (job.data as Partial<ModelJobData> | undefined)?.seq;
+      const logical = typeof seq === 'number' ? m.jobs.get(seq) : undefined;
+      try {
+        await job.retry('completed');
+      } catch {
+        continue; // no longer completed (removed, or already sent back)
+      }
+      // Sent back: the model counts the new life it will run in.
+      if (logical) logical.replays += 1;
+      rerun.push(String(job.id));
+    }
+    r.journal.push(`   #${m.step} rerunCompleted: ${rerun.join(' ') || 'none'}`);
+  }
+  toString(): string {
+    return `rerunCompleted(${this.max})`;
+  }
+}
+
 export class StatusRead extends Base {
   protected async act(m: Model, r: RealSystem): Promise<void> {
     const reader = r.reader();
@@ -525,6 +555,7 @@ export function commandArbs(without: ReadonlySet<string>): fc.Arbitrary<Cmd>[] {
     ['trim', fc.integer({ min: 1, max: 3 }).map((n) => new Trim(n)), 1],
     ['breaker', fc.boolean().map((open) => new Breaker(open)), 1],
     ['status', fc.constant(new StatusRead()), 2],
+    ['rerun', fc.integer({ min: 1, max: 3 }).map((n) => new RerunCompleted(n)), 1],
   ];
   const kept = arbs.filter(([name]) => !without.has(name));
   return [fc.oneof(...kept.map(([, arbitrary, weight]) => ({ arbitrary, weight })))];
