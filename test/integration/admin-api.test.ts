@@ -523,6 +523,10 @@ describe('who may use the admin API', () => {
     const page = await fetch(`${service.url}/`);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toContain('text/html');
+    // Nothing from elsewhere: scripts, styles and data from the service only, the import map by its hash.
+    expect(page.headers.get('content-security-policy')).toMatch(
+      /^default-src 'self'; script-src 'self' 'sha256-[A-Za-z0-9+/]+=*'; style-src 'self';/,
+    );
     // A real retry: the job's view and the schedule say when it runs next, and that it is a retry.
     const auth = { authorization: `Bearer ${token}` };
     const added = await fetch(`${service.url}/v1/jobs/${jobs}`, {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -37,6 +38,7 @@ export const dashboard: FastifyPluginAsync = async (app) => {
     if (!found) return reply.code(404).send({ error: 'not found' });
     return reply.type(found.type).header('cache-control', 'public, max-age=3600').send(found.body);
   });
+  const csp = await contentSecurityPolicy();
   await app.register(fastifyStatic, {
     root: dashboardDir,
     prefix: '/',
@@ -46,6 +48,29 @@ export const dashboard: FastifyPluginAsync = async (app) => {
     setHeaders: (reply) => {
       reply.header('cache-control', 'no-cache');
       reply.header('x-content-type-options', 'nosniff');
+      reply.header('content-security-policy', csp);
     },
   });
 };
+
+/**
+ * The page may load scripts, styles and data only from the service itself
+ * (nothing from the internet, nothing injected); its one inline script, the
+ * import map, is allowed by its hash.
+ */
+async function contentSecurityPolicy(): Promise<string> {
+  const page = await readFile(join(dashboardDir, 'index.html'), 'utf8');
+  const hashes = [...page.matchAll(/<script type="importmap">([\s\S]*?)<\/script>/g)].map(
+    (m) => `'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`,
+  );
+  return [
+    "default-src 'self'",
+    `script-src 'self' ${hashes.join(' ')}`,
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
