@@ -165,12 +165,10 @@ function requestHeaders(
     const key = name.toLowerCase();
     if (!key.startsWith('webhook-') && !RESERVED_HEADERS.has(key)) headers[key] = value;
   }
-  return {
-    ...headers,
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(body)),
-    ...signed,
-  };
+  // Into the fresh object rather than a spread copy, which costs microseconds on Node 20.
+  headers['content-type'] = 'application/json';
+  headers['content-length'] = String(Buffer.byteLength(body));
+  return Object.assign(headers, signed);
 }
 
 /** Blanks each of `secrets` in `text` (a receiver that echoes the request back). */
