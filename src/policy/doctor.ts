@@ -22,8 +22,10 @@ export interface Unreadable {
 /** A value, or why it could not be read. */
 export type Fact<T> = T | Unreadable;
 
-/** Everything `requeue doctor` reads (read-only) of a Redis and of this host. */
-export interface RedisFacts {
+/** What `requeue doctor` reads of one Redis server (each master, on a Cluster). */
+export interface NodeFacts {
+  /** `host:port`, as the Cluster names it; empty for a single Redis. */
+  node: string;
   /** `redis_version` of INFO server. */
   version: Fact<string>;
   /** `maxmemory-policy`. */
@@ -35,10 +37,16 @@ export interface RedisFacts {
   /** The server's `hz` (INFO server's `hz`, the running value). */
   hz: Fact<number>;
   /**
-   * How much later than asked a blocking read on a key nobody writes timed
-   * out (what a retry's start waits on), less the round trip.
+   * How much later than asked a blocking wait nothing ends early timed out
+   * (what an idle worker's retry waits on), less the round trip.
    */
   blockingOvershoot: Fact<{ timeoutMs: number; samples: number; medianMs: number; maxMs: number }>;
+}
+
+/** Everything `requeue doctor` reads (read-only) of a Redis and of this host. */
+export interface RedisFacts {
+  /** The server, or each master of a Cluster. */
+  nodes: NodeFacts[];
   /** `cluster_enabled` of INFO cluster. */
   cluster: Fact<boolean>;
   /** Each `--queue`'s keys and their slots (`CLUSTER KEYSLOT`), on a Cluster. */
@@ -89,11 +97,19 @@ export function versionBelow(a: string, b: string): boolean {
 /** Judges what was read: one {@link Check} per fact, in a fixed order. */
 export function diagnoseRedis(facts: RedisFacts): Diagnosis {
   const checks: Check[] = [
-    versionCheck(facts),
-    maxmemoryCheck(facts.maxmemoryPolicy),
-    ...persistenceChecks(facts.appendonly, facts.appendfsync),
-    hzCheck(facts.hz, facts.blockingOvershoot),
-    ...clusterChecks(facts.cluster, facts.queues),
+    ...facts.nodes.flatMap((node) => {
+      const nodeChecks = [
+        versionCheck(node.version, facts.bullmq),
+        maxmemoryCheck(node.maxmemoryPolicy),
+        ...persistenceChecks(node.appendonly, node.appendfsync),
+        hzCheck(node.hz, node.blockingOvershoot),
+      ];
+      // On a Cluster each master is checked: its checks say which.
+      return facts.nodes.length > 1 || node.node !== ''
+        ? nodeChecks.map((c) => ({ ...c, check: `${c.check} @ ${node.node}` }))
+        : nodeChecks;
+    }),
+    ...clusterChecks(facts.cluster, facts.queues, facts.nodes.length),
     skewCheck(facts.skew),
     {
       check: 'versions',
@@ -109,16 +125,15 @@ function unknown(check: string, fact: Unreadable): Check {
   return { check, status: 'unknown', value: 'could not read', advice: fact.unreadable };
 }
 
-function versionCheck(facts: RedisFacts): Check {
+function versionCheck(version: Fact<string>, bullmq: RedisFacts['bullmq']): Check {
   const check = 'redis version';
-  if (isUnreadable(facts.version)) return unknown(check, facts.version);
-  const version = facts.version;
-  if (versionBelow(version, facts.bullmq.minimumRedis))
+  if (isUnreadable(version)) return unknown(check, version);
+  if (versionBelow(version, bullmq.minimumRedis))
     return {
       check,
       status: 'finding',
       value: version,
-      advice: `BullMQ ${facts.bullmq.version} refuses Redis below ${facts.bullmq.minimumRedis}; upgrade to ${requeueMinimumRedis} or later`,
+      advice: `BullMQ ${bullmq.version} refuses Redis below ${bullmq.minimumRedis}; upgrade to ${requeueMinimumRedis} or later`,
     };
   if (versionBelow(version, requeueMinimumRedis))
     return {
@@ -184,7 +199,7 @@ function persistenceChecks(appendonly: Fact<string>, appendfsync: Fact<string>):
   ];
 }
 
-function hzCheck(hz: Fact<number>, overshoot: RedisFacts['blockingOvershoot']): Check {
+function hzCheck(hz: Fact<number>, overshoot: NodeFacts['blockingOvershoot']): Check {
   const check = 'hz';
   const measured = isUnreadable(overshoot)
     ? ''
@@ -207,12 +222,20 @@ function hzCheck(hz: Fact<number>, overshoot: RedisFacts['blockingOvershoot']): 
   };
 }
 
-function clusterChecks(cluster: Fact<boolean>, queues: RedisFacts['queues']): Check[] {
+function clusterChecks(
+  cluster: Fact<boolean>,
+  queues: RedisFacts['queues'],
+  nodes: number,
+): Check[] {
   if (isUnreadable(cluster)) return [unknown('cluster', cluster)];
   const mode: Check = {
     check: 'cluster',
     status: 'info',
-    value: cluster ? 'enabled (Redis Cluster)' : 'disabled (one Redis)',
+    value: !cluster
+      ? 'disabled (one Redis)'
+      : nodes > 1
+        ? `enabled (Redis Cluster, ${nodes} masters checked)`
+        : 'enabled (Redis Cluster; this node checked, --cluster checks every master)',
   };
   return [
     mode,

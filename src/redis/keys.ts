@@ -39,12 +39,6 @@ export function bullPrefix(queue: string, cluster: boolean, prefix = defaultBull
   return cluster && !hasHashTag(queue) ? `${prefix}:${queueHashTag(queue)}` : prefix;
 }
 
-/**
- * A stream nobody writes: `requeue doctor` times blocking reads of it to
- * measure how late Redis ends a blocking wait (its `hz`).
- */
-export const doctorProbeKey = 'requeue:doctor:never-written';
-
 /** Keys of requeue's own state for one queue. */
 export function requeueKeys(queue: string, prefix = 'requeue') {
   const base = `${prefix}:${queueHashTag(queue)}`;

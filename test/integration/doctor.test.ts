@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTs } from '../harness/child.js';
+import { startRedisCluster } from '../harness/cluster.js';
 import { startRedisServer, type RedisServerHandle } from '../harness/redis.js';
 
 /**
@@ -89,8 +90,8 @@ describe('requeue doctor', () => {
       expect(out).toMatch(/^clock skew\s+ok\s+Redis (ahead|behind) by/m);
       expect(out).toMatch(/^versions\s+info\s+requeue 0\.1\.0, BullMQ 6\.7\.0$/m);
       expect(out.trimEnd().split('\n').at(-1)).toBe('no findings');
-      // It did look (INFO, TIME, a blocking XREAD), and none of it writes.
-      expect(seen.all).toEqual(expect.arrayContaining(['info', 'time', 'xread']));
+      // It did look (INFO, TIME, a blocking WAIT), and none of it writes.
+      expect(seen.all).toEqual(expect.arrayContaining(['info', 'time', 'wait']));
       expect(seen.writes).toEqual([]);
       // MONITOR never shows CONFIG: the server's own counts say it was GET and never SET.
       const stats = await commandStats(good.url);
@@ -118,16 +119,60 @@ describe('requeue doctor', () => {
         ok: boolean;
         findings: number;
         checks: { check: string; status: string }[];
-        facts: { maxmemoryPolicy: string; hz: number; blockingOvershoot: { medianMs: number } };
+        facts: {
+          nodes: { maxmemoryPolicy: string; hz: number; blockingOvershoot: { medianMs: number } }[];
+        };
       };
       expect(report).toMatchObject({ ok: false, findings: 2 });
       expect(report.checks.filter((c) => c.status === 'finding').map((c) => c.check)).toEqual([
         'maxmemory-policy',
         'hz',
       ]);
-      expect(report.facts).toMatchObject({ maxmemoryPolicy: 'allkeys-lru', hz: 10 });
+      expect(report.facts.nodes).toHaveLength(1);
+      expect(report.facts.nodes[0]).toMatchObject({ maxmemoryPolicy: 'allkeys-lru', hz: 10 });
       // At hz 10 a 50 ms wait ends on one of Redis's 100 ms ticks: late, measurably.
-      expect(report.facts.blockingOvershoot.medianMs).toBeGreaterThan(5);
+      expect(report.facts.nodes[0]!.blockingOvershoot.medianMs).toBeGreaterThan(5);
+    },
+  );
+
+  it(
+    'on a Redis Cluster: each --queue’s keys, as the workers name them there, in one slot',
+    { timeout: CLI_TIMEOUT_MS * 2 },
+    async () => {
+      const cluster = await startRedisCluster({ basePort: 7360, portRange: 30 });
+      try {
+        const run = await doctor(
+          '--redis',
+          cluster.url,
+          '--cluster',
+          '--queue',
+          'orders',
+          '--queue',
+          '{billing}',
+        );
+        expect(run.stderr).toBe('');
+        expect(run.stdout).toMatch(
+          /^cluster\s+info\s+enabled \(Redis Cluster, 3 masters checked\)$/m,
+        );
+        // Each master's settings, named by the node.
+        for (const port of cluster.ports)
+          expect(run.stdout).toMatch(
+            new RegExp(`^maxmemory-policy @ 127\\.0\\.0\\.1:${port}\\s+ok\\s+noeviction$`, 'm'),
+          );
+        // `bull:{orders}:orders:wait`, `requeue:{orders}:dead` … all hash by the tag `orders`.
+        const node = new Redis(cluster.url);
+        const slot = await node.cluster('KEYSLOT', 'orders').finally(() => node.disconnect());
+        expect(run.stdout).toMatch(
+          new RegExp(`^slots of orders\\s+ok\\s+all 5 keys in slot ${slot}$`, 'm'),
+        );
+        expect(run.stdout).toMatch(/^slots of \{billing\}\s+ok\s+all 5 keys in slot \d+$/m);
+        // The cluster's nodes run without the AOF: that, and only that, is a finding, on each.
+        expect(run.stdout.match(/^appendonly @ \S+\s+finding\s+no$/gm)).toHaveLength(3);
+        expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('3 findings');
+        expect(run.code).toBe(1);
+      } finally {
+        await cluster.stop();
+      }
     },
   );
 

@@ -1,11 +1,17 @@
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import type { Command } from 'commander';
-import type { RedisClient } from '../../redis/connection.js';
-import { diagnoseRedis, type Check, type Fact, type RedisFacts } from '../../policy/doctor.js';
+import { isCluster, type RedisClient } from '../../redis/connection.js';
+import {
+  diagnoseRedis,
+  type Check,
+  type Fact,
+  type NodeFacts,
+  type RedisFacts,
+} from '../../policy/doctor.js';
 import { parseQueueName } from '../../policy/queue-name.js';
 import { checkRedis } from '../../redis/check-redis.js';
-import { bullPrefix, doctorProbeKey, requeueKeys } from '../../redis/keys.js';
+import { bullPrefix, requeueKeys } from '../../redis/keys.js';
 import { systemClock } from '../../util/system.js';
 import { redisUrlFrom, withCliRedis, withRedisOption } from '../connection-flag.js';
 import { formatTable } from '../table.js';
@@ -68,12 +74,41 @@ export function registerDoctor(program: Command): void {
   });
 }
 
-/** Reads what the doctor judges. Reads only: INFO, CONFIG GET, TIME, XREAD, CLUSTER KEYSLOT. */
+/** Reads what the doctor judges. Reads only: INFO, CONFIG GET, TIME, WAIT, CLUSTER KEYSLOT. */
 async function gatherFacts(redis: RedisClient, queues: string[]): Promise<RedisFacts> {
+  // First: a Cluster client knows its nodes once it has connected.
+  const info = parseInfo(await redis.info('cluster'));
+  const cluster = isCluster(redis) || fromInfo(info, 'cluster_enabled', (v) => v === '1');
+  // On a Cluster, every master is asked: one node set up wrong loses that node's queues.
+  const masters = isCluster(redis) ? redis.nodes('master') : [];
+  const nodes =
+    masters.length > 0
+      ? masters.map((node) => ({ node: `${node.options.host}:${node.options.port}`, redis: node }))
+      : [{ node: '', redis }];
+  const nodeFacts: NodeFacts[] = [];
+  for (const { node, redis: server } of nodes) nodeFacts.push(await gatherNode(node, server));
+  return {
+    nodes: nodeFacts,
+    cluster,
+    queues: await Promise.all(
+      queues.map(async (name) => ({
+        name,
+        slots:
+          cluster === true ? await keySlots(redis, name) : { unreadable: 'not a Redis Cluster' },
+      })),
+    ),
+    skew: await measureSkew(redis),
+    bullmq: { version: packageVersion('bullmq'), minimumRedis: bullmqMinimumRedis },
+    requeueVersion: packageVersion('requeue'),
+  };
+}
+
+/** One server's settings: INFO, CONFIG GET where allowed, and a timed blocking wait. */
+async function gatherNode(node: string, redis: RedisClient): Promise<NodeFacts> {
   const info = parseInfo(await redis.info());
   const config = await configGet(redis, ['maxmemory-policy', 'appendonly', 'appendfsync']);
-  const cluster = fromInfo(info, 'cluster_enabled', (v) => v === '1');
   return {
+    node,
     version: fromInfo(info, 'redis_version', (v) => v),
     maxmemoryPolicy:
       config['maxmemory-policy'] ??
@@ -86,18 +121,7 @@ async function gatherFacts(redis: RedisClient, queues: string[]): Promise<RedisF
         "CONFIG GET is refused here: check your provider's appendfsync (everysec or always)",
     },
     hz: fromInfo(info, 'hz', Number),
-    blockingOvershoot: await measureOvershoot(redis),
-    cluster,
-    queues: await Promise.all(
-      queues.map(async (name) => ({
-        name,
-        slots:
-          cluster === true ? await keySlots(redis, name) : { unreadable: 'not a Redis Cluster' },
-      })),
-    ),
-    skew: await measureSkew(redis),
-    bullmq: { version: packageVersion('bullmq'), minimumRedis: bullmqMinimumRedis },
-    requeueVersion: packageVersion('requeue'),
+    blockingOvershoot: await measureOvershoot(redis, Number(info.get('connected_slaves') ?? 0)),
   };
 }
 
@@ -138,12 +162,17 @@ async function configGet(redis: RedisClient, names: string[]): Promise<Record<st
 }
 
 /**
- * Blocking reads on a stream nobody writes, each asking Redis to give up
- * after {@link probeTimeoutMs}: how late it does is how late a retry that
- * nothing else wakes starts (BullMQ waits for delayed jobs the same way).
- * The round trip of a PING is taken off. XREAD reads only.
+ * Blocking waits nothing ends early, each asking Redis to give up after
+ * {@link probeTimeoutMs}: how late it does is how late a retry that nothing
+ * else wakes starts (BullMQ waits for a delayed job in a blocking pop, whose
+ * timeout Redis notices the same way, on its `hz` ticks). `WAIT` for more
+ * replicas than the server has: keyless (any node of a Cluster), writes
+ * nothing. The round trip of a PING is taken off.
  */
-async function measureOvershoot(redis: RedisClient): Promise<RedisFacts['blockingOvershoot']> {
+async function measureOvershoot(
+  redis: RedisClient,
+  replicas: number,
+): Promise<NodeFacts['blockingOvershoot']> {
   try {
     const late: number[] = [];
     for (let i = 0; i < probes; i += 1) {
@@ -151,7 +180,7 @@ async function measureOvershoot(redis: RedisClient): Promise<RedisFacts['blockin
       await redis.ping();
       const roundTrip = performance.now() - pinged;
       const started = performance.now();
-      await redis.xread('BLOCK', probeTimeoutMs, 'STREAMS', doctorProbeKey, '$');
+      await redis.call('WAIT', String(replicas + 1), String(probeTimeoutMs));
       late.push(Math.max(0, performance.now() - started - probeTimeoutMs - roundTrip));
     }
     late.sort((a, b) => a - b);
@@ -162,7 +191,7 @@ async function measureOvershoot(redis: RedisClient): Promise<RedisFacts['blockin
       maxMs: late[late.length - 1] ?? 0,
     };
   } catch (err) {
-    return { unreadable: `a blocking XREAD failed (${(err as Error).message})` };
+    return { unreadable: `a blocking WAIT failed (${(err as Error).message})` };
   }
 }
 
