@@ -73,12 +73,17 @@ export function recordDeferral(
   const last = state.history.at(-1);
   const deferrals = state.deferrals + 1;
   if (last?.outcome === 'deferred' && (last.replay ?? 0) === state.life) {
+    // The same record, counted once more (built field by field: see changeState).
     const merged: AttemptRecord = {
-      ...last,
-      retryAt: input.retryAt,
+      attempt: last.attempt,
+      replay: last.replay,
+      startedAt: last.startedAt,
+      outcome: 'deferred',
+      decision: 'deferred',
       delayMs,
+      retryAt: input.retryAt,
       details: {
-        ...last.details,
+        breakerKey: last.details?.breakerKey ?? input.key,
         reason: input.reason,
         count: Number(last.details?.count ?? 1) + 1,
       },

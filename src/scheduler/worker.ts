@@ -349,6 +349,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         },
         'breaker opened',
       );
+      // eslint-disable-next-line no-restricted-syntax -- once per breaker transition, not per job
       this.safeEmit(this.logger, 'breaker:opened', { ...event, halfOpenAt });
       if (key === queueBreakerKey && !this.options.breakerKey) this.fetch.pause(halfOpenAt);
     } else if (state.phase === 'half-open') {
