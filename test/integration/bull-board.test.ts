@@ -23,6 +23,20 @@ afterAll(() => admin.disconnect());
 
 const fast = { strategy: 'fixed', baseMs: 10, capMs: 10, maxAttempts: 3 } as const;
 
+const unavailable = () => Object.assign(new Error('503'), { status: 503 });
+
+/** A handler that answers 503 to its first `n` runs, then 'ok'. */
+function failingFirst(n: number): Handler<unknown, unknown> {
+  let left = n;
+  return async () => {
+    if (left > 0) {
+      left -= 1;
+      throw unavailable();
+    }
+    return 'ok';
+  };
+}
+
 interface Seen {
   attempt: number;
   replays: number;
@@ -67,14 +81,7 @@ function setup(prefix: string) {
 describe("bull-board's buttons on a requeue queue", () => {
   it("retry on a completed job dead-lettered it as 'worker died during the last attempt'", async () => {
     const t = setup('board-retry');
-    let failFirst = 2;
-    const { events } = t.startWorker(async () => {
-      if (failFirst > 0) {
-        failFirst -= 1;
-        throw Object.assign(new Error('503'), { status: 503 });
-      }
-      return 'ok';
-    });
+    const { events } = t.startWorker(failingFirst(2));
     const { id } = await t.queue.add('sync', { n: 1 });
     await events.waitForCount('job:completed', 1);
     // Completed on its third and last attempt; bull-board's "retry" sends it back.
@@ -103,7 +110,7 @@ describe("bull-board's buttons on a requeue queue", () => {
       async () => {
         runs += 1;
         // The first run succeeds; the re-run fails for good after its own two attempts.
-        if (runs > 1) throw Object.assign(new Error('503'), { status: 503 });
+        if (runs > 1) throw unavailable();
         return 'ok';
       },
       { policy: { ...fast, maxAttempts: 2 } },
@@ -143,14 +150,7 @@ describe("bull-board's buttons on a requeue queue", () => {
 
   it("retry with BullMQ's resetAttemptsStarted keeps the history and the attempt count right", async () => {
     const t = setup('board-retry-reset');
-    let failFirst = 1;
-    const { events } = t.startWorker(async () => {
-      if (failFirst > 0) {
-        failFirst -= 1;
-        throw Object.assign(new Error('503'), { status: 503 });
-      }
-      return 'ok';
-    });
+    const { events } = t.startWorker(failingFirst(1));
     const { id } = await t.queue.add('sync', { n: 1 });
     await events.waitForCount('job:completed', 1);
     // (With resetAttemptsMade as well the job looks new to requeue: see the README.)
@@ -170,7 +170,7 @@ describe("bull-board's buttons on a requeue queue", () => {
     const { events } = t.startWorker(
       async () => {
         runs += 1;
-        if (runs === 1) throw Object.assign(new Error('503'), { status: 503 });
+        if (runs === 1) throw unavailable();
         return 'ok';
       },
       // A retry an hour away: only promote brings it back within the test.
