@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Logger } from '../config/logger.js';
+import { createLogger, type Logger } from '../config/logger.js';
 import type { BreakerPhase } from '../policy/breaker/breaker.js';
 import type { BreakerStore } from '../redis/breaker-store.js';
 import type { BudgetStore, BudgetStatus } from '../redis/budget-store.js';
@@ -15,7 +15,7 @@ export interface RequeueMetricsOptions {
    * @defaultValue `true`
    */
   processMetrics?: boolean;
-  /** Where a failed or slow scrape-time read is reported. @defaultValue none */
+  /** Where a failed or slow scrape-time read is reported. @defaultValue a logger of requeue's own */
   logger?: Logger;
   /**
    * How long the scrape-time reads of Redis may take; past it the queue's
@@ -69,12 +69,12 @@ export class RequeueMetrics {
   /** Breaker and budget stores of the watched workers, by queue. */
   private readonly stores = new Map<string, { breakers?: BreakerStore; budget?: BudgetStore }>();
   private reading: Promise<Map<string, QueueReading>> | undefined;
-  private readonly logger: Logger | undefined;
+  private readonly logger: Logger;
   private readonly readTimeoutMs: number;
 
   constructor(registry: Registry = new Registry(), options: RequeueMetricsOptions = {}) {
     this.registry = registry;
-    this.logger = options.logger;
+    this.logger = options.logger ?? createLogger();
     this.readTimeoutMs = options.readTimeoutMs ?? 5_000;
     if (
       (options.processMetrics ?? true) &&
@@ -276,13 +276,13 @@ export class RequeueMetrics {
       [...names].map(async (name) => {
         const outcome = await withDeadline(this.readQueue(name), this.readTimeoutMs).catch(
           (err: unknown) => {
-            this.logger?.warn({ err, queue: name }, 'metrics: could not read the queue');
+            this.logger.warn({ err, queue: name }, 'metrics: could not read the queue');
             return undefined;
           },
         );
         if (outcome?.kind === 'settled') readings.set(name, outcome.value);
         else if (outcome)
-          this.logger?.warn(
+          this.logger.warn(
             { queue: name, timeoutMs: this.readTimeoutMs },
             'metrics: reading the queue took too long; its gauges are left out of this scrape',
           );
