@@ -187,8 +187,8 @@ async function measureOvershoot(
     return {
       timeoutMs: probeTimeoutMs,
       samples: late.length,
-      medianMs: late[Math.floor(late.length / 2)] ?? 0,
-      maxMs: late[late.length - 1] ?? 0,
+      medianMs: hundredths(late[Math.floor(late.length / 2)] ?? 0),
+      maxMs: hundredths(late[late.length - 1] ?? 0),
     };
   } catch (err) {
     return { unreadable: `a blocking WAIT failed (${(err as Error).message})` };
@@ -208,7 +208,7 @@ async function measureSkew(redis: RedisClient): Promise<RedisFacts['skew']> {
       const skewMs = redisMs - (before + roundTripMs / 2);
       if (!best || roundTripMs < best.roundTripMs) best = { skewMs, roundTripMs };
     }
-    return best!;
+    return { skewMs: hundredths(best!.skewMs), roundTripMs: hundredths(best!.roundTripMs) };
   } catch (err) {
     return { unreadable: `TIME failed (${(err as Error).message})` };
   }
@@ -226,6 +226,11 @@ async function keySlots(redis: RedisClient, queue: string): Promise<Fact<Record<
   } catch (err) {
     return { unreadable: `CLUSTER KEYSLOT failed (${(err as Error).message})` };
   }
+}
+
+/** Milliseconds to 0.01 ms: what a timer on this host can tell apart. */
+function hundredths(ms: number): number {
+  return Math.round(ms * 100) / 100;
 }
 
 /** A package's version, from its package.json (requeue's own by its self-reference). */
