@@ -176,6 +176,20 @@ export class DeadLetterQueue {
   ): Promise<DeadJobRecord[]> {
     const offset = page.offset ?? 0;
     const limit = page.limit ?? 50;
+    if (filter.id === undefined && filter.reason === undefined && filter.name === undefined) {
+      // Only times, or nothing: the index pages by itself, one page read (a dashboard polls this).
+      const [min, max] = scoreRange(filter);
+      const ids = await this.redis.zrevrangebyscore(
+        this.keys.dead,
+        max,
+        min,
+        'LIMIT',
+        offset,
+        limit,
+      );
+      const records = await this.readMany(ids);
+      return records.filter((r): r is DeadJobRecord => r !== undefined);
+    }
     const refs: DeadRef[] = [];
     let skipped = 0;
     for await (const ref of this.scan(filter)) {

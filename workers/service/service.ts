@@ -10,7 +10,7 @@ import { createWebhookWorker, enqueueWebhook, webhookJobSchema } from '../webhoo
 import type { ServiceConfig } from './config.js';
 import { chooseRedis, type RedisChoice } from './embedded-redis.js';
 import { createIntakeServer, type IntakeServer } from './http.js';
-import { adminAccess, adminStartLine, registerAdmin, type AdminQueue } from './admin/index.js';
+import type { AdminQueue } from './admin/index.js';
 
 /** A running requeue service. */
 export interface RunningService {
@@ -147,6 +147,9 @@ async function startOn(
     logger,
   });
   opened.push(() => server.close());
+  // Loaded only now: a start that fails earlier (config, handler, Redis) need not load the
+  // admin API's and the dashboard's dependencies (swagger, static files) first.
+  const { adminAccess, adminStartLine, registerAdmin } = await import('./admin/index.js');
   const access = adminAccess(config.host, config.admin.token);
   await registerAdmin(server, {
     queues: adminQueues(queues, workers, config),
