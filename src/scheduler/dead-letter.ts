@@ -204,6 +204,30 @@ export class DeadLetterQueue {
     return records.filter((r): r is DeadJobRecord => r !== undefined);
   }
 
+  /**
+   * One page of {@link list} and the {@link count} of all that match, with
+   * one scan of the records when a reason or name filter needs one.
+   */
+  async page(
+    filter: DeadJobFilter = {},
+    page: { offset?: number; limit?: number } = {},
+  ): Promise<{ total: number; items: DeadJobRecord[] }> {
+    if (filter.id === undefined && filter.reason === undefined && filter.name === undefined) {
+      const [items, total] = await Promise.all([this.list(filter, page), this.count(filter)]);
+      return { total, items };
+    }
+    const offset = page.offset ?? 0;
+    const limit = page.limit ?? 50;
+    const refs: DeadRef[] = [];
+    let total = 0;
+    for await (const ref of this.scan(filter)) {
+      if (total >= offset && refs.length < limit) refs.push(ref);
+      total += 1;
+    }
+    const records = await this.readMany(refs.map((r) => r.id));
+    return { total, items: records.filter((r): r is DeadJobRecord => r !== undefined) };
+  }
+
   /** How many dead jobs match `filter`. */
   async count(filter: DeadJobFilter = {}): Promise<number> {
     if (filter.id === undefined && filter.reason === undefined && filter.name === undefined) {

@@ -51,5 +51,12 @@ describe('listing dead jobs by time only', () => {
     );
     expect(scanned).toEqual(fast);
     expect(await dlq.count({ since: 2000, until: 6000 })).toBe(4);
+    // A page and its total in one go, by either path.
+    for (const [f, p] of pages) {
+      const expected = { total: await dlq.count(f), items: await dlq.list(f, p) };
+      expect(await dlq.page(f, p)).toEqual(expected);
+      expect(await dlq.page({ ...f, name: 'job' }, p)).toEqual(expected);
+    }
+    expect((await dlq.page({ name: 'other' })).total).toBe(0);
   });
 });

@@ -250,10 +250,7 @@ export const adminApi: FastifyPluginAsyncZod<AdminApiOptions> = async (api, opti
       const q = storesOf(request.params.queue);
       const { limit, offset, ...rest } = request.query;
       const filter = toFilter(rest);
-      const [items, total] = await Promise.all([
-        q.dlq.list(filter, { limit, offset }),
-        q.dlq.count(filter),
-      ]);
+      const { items, total } = await q.dlq.page(filter, { limit, offset });
       return redact({ total, offset, limit, items: items.map(deadJobView) });
     },
   );
