@@ -160,7 +160,15 @@ async function watchTransitions(name: string) {
     /** Resolves once every message published before this call has arrived. */
     async sync(): Promise<void> {
       const id = String(Math.random());
-      await redis.publish(channel, JSON.stringify({ sentinel: id }));
+      // Published from the node that runs the queue's scripts, as transitions
+      // are: on a cluster, messages from two nodes may arrive out of order.
+      await redis.eval(
+        "redis.call('publish', ARGV[1], ARGV[2])",
+        1,
+        requeueKeys(name).breakerOpenKeys,
+        channel,
+        JSON.stringify({ sentinel: id }),
+      );
       await until(() => sentinels.has(id), 'the sentinel to come back', 5_000, 5);
     },
   };
