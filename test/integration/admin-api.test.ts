@@ -463,6 +463,22 @@ describe('who may use the admin API', () => {
     expect(adminStartLine({ kind: 'token', token }, 'http://h:1', 'h')).not.toContain(token);
   });
 
+  it('on loopback without a token, serves the admin API and the dashboard to anyone who can connect', async () => {
+    const redis = connect();
+    onCleanup(() => redis.disconnect());
+    const names = { jobs: uniqueQueueName('admin-lo'), hooks: uniqueQueueName('admin-lo-h') };
+    const server = await startAdmin(redis, names, { kind: 'loopback' });
+    onCleanup(async () => {
+      await server.app.close();
+      for (const q of server.queues.values()) await q.close();
+    });
+    expect((await fetch(`${server.url}/admin/queues`)).status).toBe(200);
+    expect((await fetch(`${server.url}/`)).status).toBe(200);
+    expect(
+      (await fetch(`${server.url}/assets/vendor/preact.mjs`)).headers.get('content-type'),
+    ).toContain('javascript');
+  });
+
   it('on a non-loopback host without a token, serves no admin route and says why', async () => {
     const redis = connect();
     onCleanup(() => redis.disconnect());
