@@ -22,6 +22,12 @@ export type { WorkerEvents } from './scheduler/events.js';
 export type { AttemptRecord, JobState } from './policy/job-state.js';
 export { RequeueMetrics, type RequeueMetricsOptions } from './scheduler/metrics.js';
 
+// Connections: one Redis or a Redis Cluster; BullMQ's key prefix of a queue
+// (for tools that open the queue themselves, such as bull-board).
+export { createCluster, clusterFromEnv } from './redis/connection.js';
+export type { RedisClient, RedisLike } from './redis/connection.js';
+export { bullPrefix } from './redis/keys.js';
+
 // Pure policy: strategies, retry policy, classification, decisions.
 export { computeDelay, strategyNames } from './policy/backoff/index.js';
 export type {
