@@ -20,10 +20,14 @@ export function hasHashTag(text: string): boolean {
 /**
  * The hash tag of a queue's keys: the queue's own name when it carries a tag
  * (`{orders}` or `jobs:{orders}`), so that requeue's keys share a Redis
- * Cluster slot with BullMQ's `bull:{orders}:…`; else `{<name>}`.
+ * Cluster slot with BullMQ's `bull:{orders}:…`; else `{<name>}` (its braces
+ * percent-encoded when it starts with `}`).
  */
 export function queueHashTag(queue: string): string {
-  return hasHashTag(queue) ? queue : `{${queue}}`;
+  if (hasHashTag(queue)) return queue;
+  // `{}a}` would be an empty tag, which Redis ignores: every key of the queue
+  // would hash by its whole name, into different slots.
+  return queue.startsWith('}') ? `{${queue.replace(/[{}]/g, encodeURIComponent)}}` : `{${queue}}`;
 }
 
 /**
