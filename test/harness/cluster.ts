@@ -103,6 +103,7 @@ export async function startRedisCluster(
       { timeout: 30_000 },
     );
     await waitClusterOk(servers.map((s) => s.port));
+    if (replicas > 0) await waitReplicas(servers[0]!.port, replicas);
   } catch (err) {
     await stop();
     throw err;
@@ -132,5 +133,23 @@ export async function waitClusterOk(ports: readonly number[], timeoutMs = 30_000
     } finally {
       node.disconnect();
     }
+  }
+}
+
+/** Waits until every slot range lists `replicas` replicas with their master. */
+async function waitReplicas(port: number, replicas: number, timeoutMs = 30_000): Promise<void> {
+  const node = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });
+  node.on('error', () => undefined);
+  const deadline = performance.now() + timeoutMs;
+  try {
+    for (;;) {
+      const ranges = (await node.cluster('SLOTS').catch(() => [])) as unknown[][];
+      if (ranges.length > 0 && ranges.every((range) => range.length >= 3 + replicas)) return;
+      if (performance.now() > deadline)
+        throw new Error(`cluster replicas not attached within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    node.disconnect();
   }
 }
