@@ -11,6 +11,10 @@ import { runTs, spawnTs, type CommandResult } from '../harness/child.js';
 import { startRedisCluster, type RedisClusterHandle } from '../harness/cluster.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cleanQueue, onCluster, redisUrl } from '../harness/redis.js';
+import { createServer } from 'node:http';
+import { createLogger } from '../../src/config/logger.js';
+import { parseServiceConfig } from '../../workers/service/config.js';
+import { startService } from '../../workers/service/service.js';
 
 /**
  * Redis Cluster with unchanged user code: plain queue names, a Cluster
@@ -237,4 +241,63 @@ describe('the CLI on a cluster', () => {
       }),
     );
   }, 120_000);
+});
+
+describe('the service on a cluster', () => {
+  it('with REDIS_CLUSTER=1 it takes a job and a webhook over HTTP, runs one and delivers the other', async () => {
+    const [jobs, hooks] = [...(await namesOnDistinctMasters(2)).keys()];
+    const delivered: string[] = [];
+    const receiver = createServer((req, res) => {
+      delivered.push(String(req.headers['webhook-id']));
+      req.resume();
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    onCleanup(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+    const port = (receiver.address() as { port: number }).port;
+    const config = parseServiceConfig(
+      {
+        port: 0,
+        redisUrl: seed,
+        webhooks: { queue: hooks!, allowPrivate: true },
+        queues: [{ name: jobs!, handler: 'examples/flaky-handler.mjs', concurrency: 2 }],
+      },
+      {},
+    );
+    const before = process.env.REDIS_CLUSTER;
+    process.env.REDIS_CLUSTER = '1';
+    const service = await startService(config, createLogger({ level: 'silent' })).finally(() => {
+      if (before === undefined) delete process.env.REDIS_CLUSTER;
+      else process.env.REDIS_CLUSTER = before;
+    });
+    onCleanup(() => service.stop());
+    const post = (path: string, body: unknown) =>
+      fetch(`${service.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
+    expect(
+      (await post(`/v1/jobs/${jobs}`, { name: 'j', data: { fail: 'transient' } })).status,
+    ).toBe(202);
+    expect(
+      (
+        await post('/v1/webhooks', {
+          endpoint: { id: 'ep', url: `http://127.0.0.1:${port}/hook` },
+          event: { id: 'evt-1', type: 't', payload: {} },
+        })
+      ).status,
+    ).toBe(202);
+    const queue = createQueue(jobs!, { connection: admin });
+    onCleanup(() => queue.close());
+    const deadline = Date.now() + 20_000;
+    while (delivered.length === 0 || (await queue.counts()).completed === 0) {
+      if (Date.now() > deadline)
+        throw new Error(`not done: ${JSON.stringify(await queue.counts())}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(delivered).toEqual(['evt-1']);
+    expect((await fetch(`${service.url}/metrics`)).status).toBe(200);
+  }, 60_000);
 });
