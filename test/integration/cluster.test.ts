@@ -243,6 +243,31 @@ describe('the CLI on a cluster', () => {
   }, 120_000);
 });
 
+describe('a cluster node given as a single Redis', () => {
+  it('`requeue worker` and `requeue stats` without --cluster exit with one line naming REDIS_CLUSTER', async () => {
+    const seedPort = Number(new URL(seed).port);
+    // A queue whose slot another master serves: a single connection to the seed meets MOVED.
+    let name = '';
+    for (const candidate of (await namesOnDistinctMasters(3)).entries())
+      if (!candidate[1].endsWith(`:${seedPort}`)) name = candidate[0];
+    const env = { REDIS_URL: seed, REDIS_CLUSTER: '' };
+    const worker = await runTs(
+      'src/cli/main.ts',
+      ['worker', name, '--handler', 'examples/flaky-handler.mjs'],
+      env,
+    );
+    expect(worker.code, worker.stderr).toBe(2);
+    expect(worker.stderr.trimEnd().split('\n')).toEqual([
+      `requeue: REDIS_URL: ${seed} is a Redis Cluster node; set REDIS_CLUSTER=1 (CLI: --cluster)`,
+    ]);
+    const stats = await runTs('src/cli/main.ts', ['stats', name], env);
+    expect(stats.code).not.toBe(0);
+    expect(stats.stderr.trimEnd().split('\n')).toEqual([
+      'requeue: Redis answered MOVED: it is a Redis Cluster; add --cluster or set REDIS_CLUSTER=1',
+    ]);
+  }, 60_000);
+});
+
 describe('the service on a cluster', () => {
   it('with REDIS_CLUSTER=1 it takes a job and a webhook over HTTP, runs one and delivers the other', async () => {
     const [jobs, hooks] = [...(await namesOnDistinctMasters(2)).keys()];
