@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { ConfigError } from '../policy/validate.js';
 import { redactText, redactUrl } from '../util/redact.js';
-import { clusterFromEnv } from './connection.js';
+import { clusterFromEnv, isCluster, type RedisClient } from './connection.js';
 
 /**
  * Connects once, with a short deadline and no retries, before any worker
@@ -54,5 +54,22 @@ export async function checkRedis(
   if (clusterEnabled === false && cluster)
     throw new ConfigError(
       `${label}: REDIS_CLUSTER is set but ${redactUrl(url)} is not a Redis Cluster node`,
+    );
+}
+
+/**
+ * Refuses a single-Redis connection to a Redis Cluster node before a worker
+ * starts: BullMQ would meet CROSSSLOT or MOVED on every fetch, tens of
+ * thousands of times a second. One round trip; a refused INFO passes.
+ */
+export async function checkConnectionKind(redis: RedisClient, label: string): Promise<void> {
+  if (isCluster(redis)) return;
+  const clusterNode = await redis.info('cluster').then(
+    (text) => /^cluster_enabled:1/m.test(text),
+    () => false,
+  );
+  if (clusterNode)
+    throw new ConfigError(
+      `${label}: a single connection to a Redis Cluster node; pass an ioredis Cluster (or a URL with REDIS_CLUSTER=1)`,
     );
 }

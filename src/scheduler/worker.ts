@@ -7,6 +7,7 @@ import type { ClassifyOptions } from '../policy/classify/classify.js';
 import type { JobMeta } from '../policy/job-state.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
 import type { BreakerMessage } from '../redis/breaker-store.js';
+import { checkConnectionKind } from '../redis/check-redis.js';
 import { isCluster, resolveRedis, type RedisClient } from '../redis/connection.js';
 import { bullPrefix } from '../redis/keys.js';
 import { withDeadline } from '../util/lifecycle.js';
@@ -201,10 +202,11 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       this.logger.error({ err }, 'worker error');
       if (this.listenerCount('error') > 0) this.safeEmit(this.logger, 'error', err);
     });
-    this.started = Promise.all([
-      this.gate.start(),
-      options.breakerKey ? this.keys.start() : undefined,
-    ]).then(() => undefined);
+    this.started = checkConnectionKind(redis, 'worker.connection')
+      .then(() =>
+        Promise.all([this.gate.start(), options.breakerKey ? this.keys.start() : undefined]),
+      )
+      .then(() => undefined);
     if (options.autorun ?? true)
       void this.run().catch((err) => this.logger.error({ err }, 'worker stopped'));
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Cluster } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { createCluster } from '../../src/redis/connection.js';
 import { bullPrefix, requeueKeys } from '../../src/redis/keys.js';
@@ -266,6 +266,26 @@ describe('a cluster node given as a single Redis', () => {
       'requeue: Redis answered MOVED: it is a Redis Cluster; add --cluster or set REDIS_CLUSTER=1',
     ]);
   }, 60_000);
+});
+
+describe('a single connection to a cluster node in the library', () => {
+  it('a worker refuses it at start with one error, instead of a hot loop of CROSSSLOT errors (22,762 in 5 s before)', async () => {
+    const name = [...(await namesOnDistinctMasters(1)).keys()][0]!;
+    const single = new Redis(seed, { maxRetriesPerRequest: null });
+    onCleanup(() => single.disconnect());
+    const worker = createWorker(name, async () => undefined, {
+      connection: single,
+      logger: createLogger({ level: 'silent' }),
+    });
+    onCleanup(() => worker.close({ timeoutMs: 2_000 }));
+    let errors = 0;
+    worker.bull.on('error', () => (errors += 1));
+    await expect(worker.waitUntilReady()).rejects.toThrow(
+      /^worker\.connection: a single connection to a Redis Cluster node; pass an ioredis Cluster/,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect(errors).toBe(0);
+  });
 });
 
 describe('the service on a cluster', () => {
