@@ -9,6 +9,11 @@ import { windowLengthMs, type WindowGeometry } from '../policy/window.js';
 import { BudgetStore } from '../redis/budget-store.js';
 import { followChannel, type Follower } from '../redis/follow-channel.js';
 import type { Clock } from '../util/system.js';
+import type { TypedEmitter, WorkerEvents } from './events.js';
+import type { FetchPause } from './fetch-pause.js';
+
+/** The breaker key of the queue-wide breaker (when no `breakerKey` is given). */
+export const queueBreakerKey = '__queue__';
 
 export interface BreakerGateOptions {
   redis: RedisClient;
@@ -256,4 +261,45 @@ function sameEpisode(a: BreakerState, b: BreakerState): boolean {
     a.halfOpenAt === b.halfOpenAt &&
     a.isolated === b.isolated
   );
+}
+
+/** What {@link announceTransition} needs from its worker. */
+export interface TransitionContext {
+  readonly queue: string;
+  /** The worker's breaker is the queue-wide one (no `breakerKey`): opening it pauses fetching. */
+  readonly queueWide: boolean;
+  readonly logger: Logger;
+  readonly events: TypedEmitter<WorkerEvents>;
+  readonly fetch: FetchPause;
+}
+
+/**
+ * Logs and announces a breaker transition heard from Redis; the queue-wide
+ * breaker also pauses and resumes fetching.
+ */
+export function announceTransition(ctx: TransitionContext, message: BreakerMessage): void {
+  const { key, state } = message;
+  const event = { queue: ctx.queue, key };
+  if (state.phase === 'open') {
+    const halfOpenAt = state.halfOpenAt ?? Number.POSITIVE_INFINITY;
+    ctx.logger.warn(
+      {
+        key,
+        halfOpenAt: Number.isFinite(halfOpenAt)
+          ? new Date(halfOpenAt).toISOString()
+          : 'never (isolated)',
+        trips: state.trips,
+      },
+      'breaker opened',
+    );
+    ctx.events.safeEmit(ctx.logger, 'breaker:opened', { queue: ctx.queue, key, halfOpenAt });
+    if (key === queueBreakerKey && ctx.queueWide) ctx.fetch.pause(halfOpenAt);
+  } else if (state.phase === 'half-open') {
+    ctx.logger.info({ key }, 'breaker half-open');
+    ctx.events.safeEmit(ctx.logger, 'breaker:half-open', event);
+  } else {
+    ctx.logger.info({ key }, 'breaker closed');
+    ctx.events.safeEmit(ctx.logger, 'breaker:closed', event);
+    if (key === queueBreakerKey) ctx.fetch.resume();
+  }
 }

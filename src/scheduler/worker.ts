@@ -4,27 +4,20 @@ import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/brea
 import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { parseClassifyOptions } from '../policy/classify/index.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
-import type { JobMeta } from '../policy/job-state.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
-import type { BreakerMessage } from '../redis/breaker-store.js';
 import { checkConnectionKind } from '../redis/check-redis.js';
 import { isCluster, resolveRedis, type RedisClient } from '../redis/connection.js';
 import { bullPrefix } from '../redis/keys.js';
 import { withDeadline } from '../util/lifecycle.js';
 import { systemClock, systemRandom, type Clock } from '../util/system.js';
-import {
-  runAttempt,
-  type Attempt,
-  type AttemptContext,
-  type Handler,
-  type RequeueJob,
-} from './attempt.js';
-import { BreakerGate } from './breaker-gate.js';
+import { runAttempt, type Attempt, type AttemptContext, type Handler } from './attempt.js';
+import { announceTransition, BreakerGate, queueBreakerKey } from './breaker-gate.js';
 import { DeadLetterQueue } from './dead-letter.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { FetchPause } from './fetch-pause.js';
 import { JobMoves, mayHaveState } from './job-moves.js';
+import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
@@ -40,8 +33,7 @@ type AttemptTagged = Job & { [attemptTag]?: number };
 /** What a job on its first attempt has stored: nothing yet. */
 const firstLife = Object.freeze({ state: undefined, life: 0, lifeOffset: 0 });
 
-/** The breaker key of the queue-wide breaker (when no `breakerKey` is given). */
-export const queueBreakerKey = '__queue__';
+export { queueBreakerKey } from './breaker-gate.js';
 
 /**
  * A requeue worker: a BullMQ worker whose processor runs one attempt
@@ -70,7 +62,6 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private readonly attemptContext: AttemptContext<T>;
   private readonly applyContext: ApplyContext;
   private readonly started: Promise<void>;
-  private readonly policyCache = new Map<string, RetryPolicy>();
 
   private lastRetentionAt = -Infinity;
   private retention: Promise<unknown> = Promise.resolve();
@@ -117,7 +108,17 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       ...(this.budgetOptions ? { budget: this.budgetOptions } : {}),
       clock: this.clock,
       logger: this.logger,
-      onTransition: (message) => this.onBreakerTransition(message),
+      onTransition: (message) =>
+        announceTransition(
+          {
+            queue: name,
+            queueWide: !options.breakerKey,
+            logger: this.logger,
+            events: this,
+            fetch: this.fetch,
+          },
+          message,
+        ),
     });
     this.keys = new KeyGate({ redis, queue: name, clock: this.clock, logger: this.logger });
     this.dlq = new DeadLetterQueue(name, {
@@ -142,18 +143,19 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     });
     this.moves = new JobMoves(redis, this.bull, name);
     this.fetch = new FetchPause(this.bull, this.clock, this.logger);
+    const perJob = new JobOptions(options, this.policy, this.logger);
     this.attemptContext = {
       queue: name,
       handler: handler as Handler<T, unknown>,
       schema: options.schema,
       classify,
-      policyOf: (meta) => (meta.policy ? this.jobPolicy(meta.policy) : this.policy),
+      policyOf: (meta) => perJob.policyOf(meta),
       gate: this.gate,
       keys: this.keys,
-      keyOf: (job) => this.keyOf(job),
+      keyOf: (job) => perJob.keyOf(job),
       breakerKeyOf: (key) =>
         !this.breakerOptions ? undefined : this.options.breakerKey ? key : queueBreakerKey,
-      keyConcurrency: (job) => this.keyConcurrencyOf(job),
+      keyConcurrency: (job) => perJob.keyConcurrencyOf(job),
       budget: this.budgetOptions,
       maxDeferrals: this.breakerOptions?.maxDeferrals ?? Number.POSITIVE_INFINITY,
       attemptTimeoutMs: options.attemptTimeoutMs,
@@ -294,74 +296,6 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.retention = this.dlq
       .applyRetention()
       .catch((err) => this.logger.warn({ err }, 'could not apply the DLQ retention'));
-  }
-
-  /** A job's own policy, validated once per distinct policy rather than once per job. */
-  private jobPolicy(stored: NonNullable<JobMeta['policy']>): RetryPolicy {
-    const key = JSON.stringify(stored);
-    let policy = this.policyCache.get(key);
-    if (!policy) {
-      policy = parseRetryPolicy(stored, 'job.policy');
-      if (this.policyCache.size >= 1000) this.policyCache.clear();
-      this.policyCache.set(key, policy);
-    }
-    return policy;
-  }
-
-  /** A job's own key (`breakerKey(job)`), or none. */
-  private keyOf(job: RequeueJob<T>): string | undefined {
-    if (!this.options.breakerKey) return undefined;
-    try {
-      return this.options.breakerKey(job);
-    } catch (err) {
-      // A key function that chokes on one job must not take the worker down: no key for it.
-      this.logger.warn({ err, jobId: job.id }, 'breakerKey threw; running the job without a key');
-      return undefined;
-    }
-  }
-
-  /** How many jobs of one key may run at once here: the option, else a quarter of the slots. */
-  private keyConcurrencyOf(job: RequeueJob<T>): number {
-    const option = this.options.keyConcurrency;
-    const fallback = Math.max(1, Math.ceil((this.options.concurrency ?? 1) / 4));
-    if (typeof option === 'number') return option;
-    if (typeof option === 'function') {
-      try {
-        const limit = option(job);
-        if (limit !== undefined && Number.isInteger(limit) && limit >= 1) return limit;
-      } catch (err) {
-        this.logger.warn({ err, jobId: job.id }, 'keyConcurrency threw; using the default');
-      }
-    }
-    return fallback;
-  }
-
-  private onBreakerTransition(message: BreakerMessage): void {
-    const { key, state } = message;
-    const event = { queue: this.name, key };
-    if (state.phase === 'open') {
-      const halfOpenAt = state.halfOpenAt ?? Number.POSITIVE_INFINITY;
-      this.logger.warn(
-        {
-          key,
-          halfOpenAt: Number.isFinite(halfOpenAt)
-            ? new Date(halfOpenAt).toISOString()
-            : 'never (isolated)',
-          trips: state.trips,
-        },
-        'breaker opened',
-      );
-      // eslint-disable-next-line no-restricted-syntax -- once per breaker transition, not per job
-      this.safeEmit(this.logger, 'breaker:opened', { ...event, halfOpenAt });
-      if (key === queueBreakerKey && !this.options.breakerKey) this.fetch.pause(halfOpenAt);
-    } else if (state.phase === 'half-open') {
-      this.logger.info({ key }, 'breaker half-open');
-      this.safeEmit(this.logger, 'breaker:half-open', event);
-    } else {
-      this.logger.info({ key }, 'breaker closed');
-      this.safeEmit(this.logger, 'breaker:closed', event);
-      if (key === queueBreakerKey) this.fetch.resume();
-    }
   }
 }
 
