@@ -1,4 +1,4 @@
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
 import type { z } from 'zod';
 import { ConfigError, formatZodError } from '../policy/validate.js';
 import { limits } from '../policy/limits.js';
@@ -27,6 +27,12 @@ export interface QueueOptions<T = unknown> {
    * @defaultValue `'bull'`
    */
   prefix?: string;
+  /**
+   * BullMQ's OpenTelemetry hook, passed to its queue as is (see
+   * `WorkerOptions.telemetry`): each add is a span, and the job carries its
+   * context to the worker.
+   */
+  telemetry?: Telemetry;
   /** The policy stamped on every job that brings none of its own. @defaultValue the worker's */
   policy?: RetryPolicyInput;
   /** A zod schema payloads must satisfy; a bad payload is refused at `add`. */
@@ -75,6 +81,7 @@ export class RequeueQueue<T = unknown> {
     this.bull = new Queue(name, {
       connection: redis,
       prefix: bullPrefix(name, isCluster(redis), options.prefix),
+      ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     });
     // Connection trouble surfaces as the rejection of the call that met it;
     // without a listener BullMQ would print every reconnection attempt.

@@ -1,3 +1,4 @@
+import type { Telemetry } from 'bullmq';
 import { z } from 'zod';
 import { limits } from '../policy/limits.js';
 import type { Logger } from '../config/logger.js';
@@ -19,6 +20,12 @@ export interface WorkerOptions<T = unknown> {
   connection?: RedisLike;
   /** BullMQ's key prefix, the same as the queue's. @defaultValue `'bull'` */
   prefix?: string;
+  /**
+   * BullMQ's OpenTelemetry hook, passed to its worker as is: with
+   * `new BullMQOtel('my-app')` (package `bullmq-otel`) each attempt is a
+   * span, linked to the span of the add that made the job.
+   */
+  telemetry?: Telemetry;
   /** Jobs processed at once by this worker. @defaultValue `1` */
   concurrency?: number;
   /** The policy for jobs that bring none. @defaultValue full jitter, 1 s base, 30 s cap, 5 attempts */

@@ -132,6 +132,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.bull = new Worker(name, (job, token) => this.process(job, token), {
       connection: redis,
       prefix: bullPrefix(name, isCluster(redis), options.prefix),
+      ...(options.telemetry ? { telemetry: options.telemetry } : {}),
       concurrency: options.concurrency ?? 1,
       // Started once the breaker's cache is loaded (see run()).
       autorun: false,
