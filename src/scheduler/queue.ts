@@ -29,8 +29,7 @@ export interface QueueOptions<T = unknown> {
   prefix?: string;
   /**
    * BullMQ's OpenTelemetry hook, passed to its queue as is (see
-   * `WorkerOptions.telemetry`): each add is a span, and the job carries its
-   * context to the worker.
+   * `WorkerOptions.telemetry`): each add is one of BullMQ's spans.
    */
   telemetry?: Telemetry;
   /** The policy stamped on every job that brings none of its own. @defaultValue the worker's */

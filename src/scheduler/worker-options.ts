@@ -22,8 +22,8 @@ export interface WorkerOptions<T = unknown> {
   prefix?: string;
   /**
    * BullMQ's OpenTelemetry hook, passed to its worker as is: with
-   * `new BullMQOtel('my-app')` (package `bullmq-otel`) each attempt is a
-   * span, linked to the span of the add that made the job.
+   * `new BullMQOtel({ tracerName: 'my-app' })` (package `bullmq-otel`)
+   * BullMQ's own spans (`process`, `complete`, …) cover this worker's jobs.
    */
   telemetry?: Telemetry;
   /** Jobs processed at once by this worker. @defaultValue `1` */

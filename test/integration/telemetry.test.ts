@@ -37,7 +37,7 @@ describe('OpenTelemetry through bullmq-otel', () => {
       trace.disable();
       context.disable();
     });
-    const telemetry = new BullMQOtel('requeue-test');
+    const telemetry = new BullMQOtel({ tracerName: 'requeue-test' });
     const name = uniqueQueueName('otel');
     const queue = createQueue(name, { connection: redisUrl(), telemetry });
     let runs = 0;
