@@ -188,7 +188,7 @@ export class DeadLetterQueue {
         limit,
       );
       const records = await this.readMany(ids);
-      return records.filter((r): r is DeadJobRecord => r !== undefined);
+      return newestFirst(records.filter((r): r is DeadJobRecord => r !== undefined));
     }
     const refs: DeadRef[] = [];
     let skipped = 0;
@@ -201,7 +201,7 @@ export class DeadLetterQueue {
       if (refs.length >= limit) break;
     }
     const records = await this.readMany(refs.map((r) => r.id));
-    return records.filter((r): r is DeadJobRecord => r !== undefined);
+    return newestFirst(records.filter((r): r is DeadJobRecord => r !== undefined));
   }
 
   /**
@@ -421,6 +421,15 @@ export class DeadLetterQueue {
 }
 
 type RawFields = (string | null)[] | undefined;
+
+/**
+ * Records in death order, newest first. The index scores by death time, so
+ * deaths in the same millisecond come back in the order of their ids (random
+ * within a millisecond); their generations give the order they died in.
+ */
+function newestFirst(records: DeadJobRecord[]): DeadJobRecord[] {
+  return records.sort((a, b) => b.deadAt - a.deadAt || Number(b.gen) - Number(a.gen));
+}
 
 function toRecord(source: string, id: string, raw: RawFields): DeadJobRecord | undefined {
   if (!raw) return undefined;

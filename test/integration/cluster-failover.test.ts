@@ -66,6 +66,12 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs: num
 describe('a Redis Cluster failover', () => {
   it('a master killed mid-run: its replica takes over, the worker carries on, no job is lost', async () => {
     const name = uniqueQueueName('failover');
+    // A replica shows in CLUSTER SLOTS once it has joined its master (later on a busy machine).
+    await until(
+      'every master to list its replica',
+      async () => (await nodesOf(requeueKeys(name).dead)).replicas.length === 1,
+      30_000,
+    );
     const { master, replicas } = await nodesOf(requeueKeys(name).dead);
     expect(replicas).toHaveLength(1);
     const queue = createQueue(name, { connection: admin });

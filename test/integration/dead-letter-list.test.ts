@@ -60,3 +60,29 @@ describe('listing dead jobs by time only', () => {
     expect((await dlq.page({ name: 'other' })).total).toBe(0);
   });
 });
+
+describe('deaths in the same millisecond', () => {
+  it('were listed in the order of their random ids, not the order they died', async () => {
+    const name = uniqueQueueName('dlq-tie');
+    onCleanup(() => cleanQueue(redis, name));
+    // 'z' dies first, then 'a', in the same millisecond: the index alone orders them z, a.
+    for (const id of ['z', 'a'])
+      await seedDead(redis, {
+        source: name,
+        id,
+        name: 'job',
+        data: {},
+        opts: {},
+        reason: 'max-attempts',
+        message: 'm',
+        attempts: 1,
+        history: [],
+        deadAt: 5_000,
+        replays: 0,
+      });
+    const dlq = new DeadLetterQueue(name, { connection: redis });
+    onCleanup(() => dlq.close());
+    expect((await dlq.list()).map((r) => r.id)).toEqual(['a', 'z']);
+    expect((await dlq.list({ name: 'job' })).map((r) => r.id)).toEqual(['a', 'z']);
+  });
+});
