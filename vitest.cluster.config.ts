@@ -35,6 +35,8 @@ export default defineConfig({
       'test/integration/cli.test.ts',
       'test/integration/crash.test.ts',
       'test/integration/cluster.test.ts',
+      // a master killed, its replica promoted (a cluster of its own, with replicas)
+      'test/integration/cluster-failover.test.ts',
     ],
     globalSetup: ['test/harness/global-setup.ts'],
     testTimeout: 60_000,

@@ -125,7 +125,7 @@ describe('a Redis Cluster failover', () => {
         const c = await queue.counts();
         return c.completed === ids.length;
       },
-      45_000,
+      90_000,
     );
     const counts = await queue.counts();
     expect(counts).toEqual({
@@ -147,5 +147,5 @@ describe('a Redis Cluster failover', () => {
       `[failover] master :${master} killed, replica :${replicas[0]} promoted in ${promotedMs} ms; ` +
         `200 jobs completed, ${extra} extra run(s)`,
     );
-  }, 120_000);
+  }, 180_000);
 });
