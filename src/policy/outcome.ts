@@ -46,8 +46,10 @@ export function storableResult(value: unknown): unknown {
 }
 
 /**
- * Details a handler added with `annotate()`, kept only if they serialise;
- * otherwise a note replaces them, so the attempt's record can be stored.
+ * Details a handler added with `annotate()`, as they will be stored: each
+ * field that serialises is kept; one that does not (a BigInt, a cycle, a
+ * getter that throws) is left out and named in `annotateError`, so one bad
+ * value neither loses the others nor keeps the attempt's record from being stored.
  */
 export function storableDetails(
   details: Record<string, unknown> | undefined,
@@ -59,13 +61,44 @@ export function storableDetails(
       ? (copy as Record<string, unknown>)
       : { annotateError: 'annotate() needs an object' };
   } catch (err) {
+    return storableFields(details, err);
+  }
+}
+
+/** The fields of `details` that serialise, and a note naming those that do not. */
+function storableFields(details: Record<string, unknown>, whole: unknown): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  const dropped: string[] = [];
+  let names: string[];
+  try {
+    names = Object.keys(details);
+  } catch (err) {
     return { annotateError: describeUnstorable(err) };
   }
+  for (const name of names) {
+    if (name === 'annotateError') continue;
+    try {
+      const text = JSON.stringify(details[name]);
+      if (text === undefined) continue;
+      // defineProperty: a field named `__proto__` stays a field.
+      Object.defineProperty(kept, name, {
+        value: JSON.parse(text) as unknown,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    } catch (err) {
+      dropped.push(`${name.slice(0, 50)} (${describeUnstorable(err)})`);
+    }
+  }
+  kept['annotateError'] =
+    dropped.length > 0 ? `left out ${dropped.join('; ')}`.slice(0, 500) : describeUnstorable(whole);
+  return kept;
 }
 
 function describeUnstorable(err: unknown): string {
   try {
-    return `not storable as JSON: ${String((err as Error).message).slice(0, 200)}`;
+    return `not storable as JSON: ${String((err as Error).message).split('\n')[0]!.slice(0, 200)}`;
   } catch {
     return 'not storable as JSON';
   }

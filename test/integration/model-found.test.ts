@@ -204,4 +204,49 @@ describe('found by the model-based suite', () => {
     expect(dead[0]!.data).toEqual({ fail: true });
     expect((await queue.counts()).completed).toBe(1);
   }, 30_000);
+
+  // Seed 20261123, shrunk to: add(key=k1, annotate-fail), …, add(key=k1, retry). The
+  // first job under k1 died; the key's next job died too and its death merged the
+  // first's history in. The first job's attempts had annotated { seq } and then a
+  // value that cannot be stored, and that one bad value replaced all their details:
+  // the merged record no longer said which job those attempts belonged to.
+  it('an annotation that cannot be stored keeps the attempt’s other annotations (a merged death still names both jobs)', async () => {
+    const name = uniqueQueueName('annotate-merge');
+    const queue = createQueue(name, { connection: redisUrl() });
+    const dlq = new DeadLetterQueue(name, { connection: redisUrl() });
+    const worker = createWorker<{ life: number; bad: boolean }>(
+      name,
+      async (job) => {
+        job.annotate({ life: job.data.life });
+        if (job.data.bad) job.annotate({ big: 2n });
+        throw new Error('retry me');
+      },
+      {
+        connection: redisUrl(),
+        logger,
+        policy: { strategy: 'fixed', baseMs: 5, capMs: 5, maxAttempts: 2 },
+      },
+    );
+    onCleanup(async () => {
+      await worker.close({ timeoutMs: 5_000 });
+      await dlq.close();
+      await queue.close();
+      await cleanQueue(admin, name);
+    });
+
+    await queue.add('x', { life: 1, bad: true }, { idempotencyKey: 'k1' });
+    await settled(queue);
+    await queue.add('x', { life: 2, bad: false }, { idempotencyKey: 'k1' });
+    await settled(queue);
+
+    const dead = await dlq.list({}, { offset: 0, limit: 10 });
+    expect(dead).toHaveLength(1);
+    const details = dead[0]!.history.map((entry) => entry.details);
+    expect(details).toEqual([
+      { life: 1, annotateError: expect.stringMatching(/^left out big \(not storable as JSON/) },
+      { life: 1, annotateError: expect.stringMatching(/^left out big/) },
+      { life: 2 },
+      { life: 2 },
+    ]);
+  }, 30_000);
 });

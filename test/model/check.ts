@@ -5,7 +5,7 @@
 import type { Job, JobType } from 'bullmq';
 import { allDead, forceBreaker, observe, seqsOf } from './commands.js';
 import type { LogicalJob, Model } from './model.js';
-import { type DeathEntry, type ModelJobData, type RunEntry } from './protocol.js';
+import { deathIdentity, type DeathEntry, type ModelJobData, type RunEntry } from './protocol.js';
 import type { RealSystem } from './system.js';
 
 const pendingStates: JobType[] = ['wait', 'prioritized', 'delayed', 'active', 'waiting-children'];
@@ -146,7 +146,17 @@ export async function settleAndCheck(
     ].join(', ');
     if (job.removed) {
       removed += 1;
-      if (places > 0) violations.push(`${describe(job)} was ${job.removed} but is still ${where}`);
+      if (places > 0) {
+        // The deaths its workers announced and the ones in the DLQ, to tell a
+        // mis-attributed death (a merge, a re-send) from a removal that did not happen.
+        const announced = deaths
+          .filter((d) => d.seq === job.seq)
+          .map((d) => `${d.kind} ${d.death} life ${d.replays ?? '?'}`);
+        const stored = inDlq.map((d) => `${deathIdentity(d)} life ${d.replays}`);
+        violations.push(
+          `${describe(job)} was ${job.removed} but is still ${where} (announced: ${announced.join(', ') || 'none'}; stored: ${stored.join(', ') || 'none'})`,
+        );
+      }
       continue;
     }
     if (places === 0 && !job.uncertain) {

@@ -125,14 +125,18 @@ async function aroundOperator<T>(
   // re-added key: the same `replays`) was merged into the newer record by the
   // dead-letter script, not taken by the operator.
   const afterById = new Map(after.map((rec) => [rec.id, rec]));
-  const merged = (rec: (typeof before)[number]): boolean => {
-    const newer = afterById.get(rec.id);
+  /** A newer death of the same id and life whose history carries this one's job. */
+  const mergedInto = (death: string, id: string, seq: number | null, replays: number) => {
+    const newer = afterById.get(id);
     return (
       newer !== undefined &&
-      deathIdentity(newer) !== deathIdentity(rec) &&
-      newer.replays <= rec.replays
+      deathIdentity(newer) !== death &&
+      newer.replays <= replays &&
+      (seq === null || seqsOf(newer).has(seq))
     );
   };
+  const merged = (rec: (typeof before)[number]): boolean =>
+    mergedInto(deathIdentity(rec), rec.id, ownSeq(rec) ?? null, rec.replays);
   const gone = before.filter((rec) => !afterIds.has(deathIdentity(rec)) && !merged(rec));
   const matched = before.filter((rec) => matches(rec, filter));
   const taken: Taken[] = gone.map((rec) => ({
@@ -147,6 +151,10 @@ async function aroundOperator<T>(
     if (beforeIds.has(d.death) || afterIds.has(d.death) || m.attributed.has(d.death)) continue;
     const gen = /#g(\d+)$/.exec(d.death)?.[1];
     if (gen !== undefined && Number(gen) <= seenUpTo) continue;
+    // Died and then died again under the same id within the window (a keyless add
+    // re-sent after a Redis restart, once its first job had died): the dead-letter
+    // script merged this death into the newer one, which is still there.
+    if (d.replays !== undefined && mergedInto(d.death, d.id, d.seq, d.replays)) continue;
     inWindow.set(d.death, { death: d.death, id: d.id, seq: d.seq ?? undefined, reason: d.reason });
   }
   taken.push(...inWindow.values());

@@ -75,6 +75,8 @@ export interface DeathEntry {
   /** The record's generation when it has one, else its `deadAt`. */
   death: string;
   reason: string;
+  /** The record's `replays`: which life of the job died. */
+  replays?: number;
   pid: number;
 }
 

@@ -9,7 +9,7 @@ import {
   classifyOptionsSchema,
   type ClassifyOptions,
 } from '../../src/policy/classify/classify.js';
-import { storableResult } from '../../src/policy/outcome.js';
+import { storableDetails, storableResult } from '../../src/policy/outcome.js';
 import { checkQueueSet, parseQueueName } from '../../src/policy/queue-name.js';
 import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
 import { ConfigError, parseConfig } from '../../src/policy/validate.js';
@@ -513,6 +513,27 @@ describe('the bad-input table', () => {
     const stored = storableResult(value);
     if (storable) expect(stored).toBe(value);
     else expect(stored).toMatchObject({ requeueUnstorableResult: /not storable as JSON/ });
+  });
+
+  it('annotate() details: the fields that serialise are kept, the others named', () => {
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    const hostile = {
+      get boom(): never {
+        throw new Error('getter threw');
+      },
+    };
+    const details: Record<string, unknown> = { seq: 4, big: 2n, cycle, hostile, gone: undefined };
+    Object.defineProperty(details, '__proto__', { value: { x: 1 }, enumerable: true });
+    const stored = storableDetails(details)!;
+    expect(Object.keys(stored)).toEqual(['seq', '__proto__', 'annotateError']);
+    expect(stored.seq).toBe(4);
+    expect(Object.getPrototypeOf(stored)).toBe(Object.prototype);
+    expect(stored.annotateError).toMatch(
+      /^left out big \(not storable as JSON: .*BigInt.*\); cycle \(.*; hostile \(.*getter threw/,
+    );
+    expect(storableDetails({ ok: [1, 'two'] })).toEqual({ ok: [1, 'two'] });
+    expect(storableDetails(undefined)).toBeUndefined();
   });
 });
 
