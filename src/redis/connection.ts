@@ -9,10 +9,12 @@ export const defaultRedisUrl = 'redis://127.0.0.1:6379';
 export type RedisClient = Redis | Cluster;
 
 /**
- * A Redis to use: a URL (a Cluster's seed node when `REDIS_CLUSTER` is set),
- * or a connection, one Redis or a Cluster, the caller owns and closes.
+ * A Redis to use: a URL (a Cluster's seed node when `REDIS_CLUSTER` is set);
+ * ioredis options for one Redis (`{ host, port }`, as BullMQ takes them),
+ * opened and closed by requeue; or a connection, one Redis or a Cluster, the
+ * caller owns and closes.
  */
-export type RedisLike = string | RedisClient;
+export type RedisLike = string | RedisClient | RedisOptions;
 
 /** Whether `REDIS_CLUSTER` asks for a Redis Cluster (`1`, `true`, `yes`, `on`). */
 export function clusterFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -114,7 +116,26 @@ export function resolveRedis(connection: RedisLike | undefined): {
   if (connection === undefined || typeof connection === 'string') {
     return { redis: connectRedis(connection), owned: true };
   }
-  return { redis: connection, owned: false };
+  if (connection instanceof Redis || connection instanceof Cluster) {
+    return { redis: connection, owned: false };
+  }
+  if (typeof connection !== 'object' || connection === null || Array.isArray(connection)) {
+    throw new TypeError(
+      `connection must be a Redis URL, ioredis options ({ host, port }) or an ioredis Redis or Cluster, not ${connection === null ? 'null' : Array.isArray(connection) ? 'an array' : typeof connection}`,
+    );
+  }
+  if (typeof (connection as { info?: unknown }).info === 'function') {
+    // An ioredis client from another copy of the package: used as it is.
+    return { redis: connection as unknown as RedisClient, owned: false };
+  }
+  const redis = new Redis({
+    retryStrategy: reconnectStrategy,
+    ...connection,
+    // BullMQ's blocking fetch needs it; a bounded value would end a worker's wait.
+    maxRetriesPerRequest: null,
+  });
+  redis.on('error', () => undefined);
+  return { redis, owned: true };
 }
 
 /** Whether `redis` is a Redis Cluster connection. */

@@ -4,7 +4,7 @@ import { createLogger, type Logger } from '../../src/config/logger.js';
 import { formatZodError, parseConfig } from '../../src/config/env.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { parseRetryPolicy, type RetryPolicyInput } from '../../src/policy/retry-policy.js';
-import { connectRedis, type RedisClient, type RedisLike } from '../../src/redis/connection.js';
+import { resolveRedis, type RedisClient, type RedisLike } from '../../src/redis/connection.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { TypedEmitter } from '../../src/scheduler/events.js';
 import { jobIdForKey } from '../../src/scheduler/job-id.js';
@@ -151,13 +151,7 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     this.clock = clock ?? systemClock;
     const { stream, group, consumer, retryQueue } = this.config;
     this.logger = (logger ?? createLogger()).child({ stream, group, consumer });
-    if (connection === undefined || typeof connection === 'string') {
-      this.redis = connectRedis(connection);
-      this.owned = true;
-    } else {
-      this.redis = connection;
-      this.owned = false;
-    }
+    ({ redis: this.redis, owned: this.owned } = resolveRedis(connection));
     // XREADGROUP BLOCK holds its connection: it gets one of its own.
     this.blocking = this.redis.duplicate();
     this.retryQueue = createQueue<StreamRetryJobData>(retryQueue, { connection: this.redis });
