@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
+import { onCleanup } from './cleanup.js';
 import { Redis } from 'ioredis';
 import { createCluster, isCluster, type RedisClient } from '../../src/redis/connection.js';
 import { bullPrefix, requeueKeys } from '../../src/redis/keys.js';
@@ -25,6 +26,13 @@ export function onCluster(): boolean {
 /** A queue name no other test uses. */
 export function uniqueQueueName(prefix = 'test'): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/** A queue name no other test uses, its keys deleted (through `redis`) after the test. */
+export function cleanedQueueName(redis: RedisClient, prefix = 'test'): string {
+  const name = uniqueQueueName(prefix);
+  onCleanup(() => cleanQueue(redis, name));
+  return name;
 }
 
 /**

@@ -31,7 +31,7 @@ import {
   type DependencyCall,
 } from '../fixtures/breaker-dependency.js';
 import { startFleet, type ChildWorker } from '../fixtures/breaker-fleet.js';
-import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { cleanedQueueName, connect, jobKey, redisUrl } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -64,13 +64,6 @@ beforeAll(() => {
 afterAll(() => {
   redis.disconnect();
 });
-
-/** A fresh queue name whose keys are deleted after the test. */
-function queueName(prefix: string): string {
-  const name = uniqueQueueName(prefix);
-  onCleanup(() => cleanQueue(redis, name));
-  return name;
-}
 
 function queueFor(name: string): RequeueQueue<Data> {
   const queue = createQueue<Data>(name, { connection: redisUrl() });
@@ -197,7 +190,7 @@ describe('the breaker stops calls to a failing dependency', () => {
       timeout: 60_000,
     },
     async () => {
-      const name = queueName('brk-open');
+      const name = cleanedQueueName(redis, 'brk-open');
       const dep = await dependency();
       dep.fail();
       const watch = await watchTransitions(name);
@@ -242,7 +235,7 @@ describe('the breaker stops calls to a failing dependency', () => {
       timeout: 90_000,
     },
     async () => {
-      const name = queueName('brk-probes');
+      const name = cleanedQueueName(redis, 'brk-probes');
       const dep = await dependency();
       dep.fail();
       // A slow failure keeps both probes of a period in flight together, so the
@@ -296,7 +289,7 @@ describe('the breaker stops calls to a failing dependency', () => {
       timeout: 120_000,
     },
     async () => {
-      const name = queueName('brk-done');
+      const name = cleanedQueueName(redis, 'brk-done');
       const dep = await dependency();
       dep.fail();
       const watch = await watchTransitions(name);
@@ -349,7 +342,7 @@ describe('per-key breakers', () => {
       timeout: 60_000,
     },
     async () => {
-      const name = queueName('brk-keys');
+      const name = cleanedQueueName(redis, 'brk-keys');
       const dep = await dependency();
       dep.fail('a');
       const watch = await watchTransitions(name);
@@ -436,7 +429,7 @@ describe('per-key breakers', () => {
       timeout: 30_000,
     },
     async () => {
-      const name = queueName('brk-maxdef');
+      const name = cleanedQueueName(redis, 'brk-maxdef');
       const breaker = { halfOpenRetryMs: 50, isolatedRetryMs: 50, maxDeferrals: 3 };
       await new BreakerStore(redis, name, parseBreakerOptions(breaker)).forceOpen('c', Date.now());
       let calls = 0;
@@ -479,7 +472,7 @@ describe('the breaker in Redis under concurrency', () => {
   }
 
   it('simultaneous trips make one transition', async () => {
-    const name = queueName('brk-cas');
+    const name = cleanedQueueName(redis, 'brk-cas');
     const options = parseBreakerOptions({ failureRate: 0.5, minimumRequests: 10 });
     const watch = await watchTransitions(name);
     const conns = await connections(20);
@@ -507,7 +500,7 @@ describe('the breaker in Redis under concurrency', () => {
   });
 
   it('isolating a tripped breaker is published, so that workers learn at once', async () => {
-    const name = queueName('brk-isolate');
+    const name = cleanedQueueName(redis, 'brk-isolate');
     const options = parseBreakerOptions({ minimumRequests: 1 });
     const watch = await watchTransitions(name);
     const store = new BreakerStore(redis, name, options);
@@ -525,7 +518,7 @@ describe('the breaker in Redis under concurrency', () => {
   });
 
   it('never admits more than halfOpenProbes probes, however many ask at once', async () => {
-    const name = queueName('brk-admit');
+    const name = cleanedQueueName(redis, 'brk-admit');
     const options = parseBreakerOptions({
       halfOpenProbes: 3,
       minimumRequests: 1,
@@ -574,7 +567,7 @@ describe('the breaker in Redis under concurrency', () => {
 
 describe('the retry budget', () => {
   it('a token bucket of 500 grants exactly 100 retries of cost 5, then denies', async () => {
-    const name = queueName('brk-bucket');
+    const name = cleanedQueueName(redis, 'brk-bucket');
     const options = parseBudgetOptions({ capacity: 500, retryCost: 5 });
     const conns = Array.from({ length: 10 }, () => connect());
     onCleanup(() => conns.forEach((c) => c.disconnect()));
@@ -603,7 +596,7 @@ describe('the retry budget', () => {
       timeout: 30_000,
     },
     async () => {
-      const name = queueName('brk-refund');
+      const name = cleanedQueueName(redis, 'brk-refund');
       const budget = new BudgetStore(redis, name, parseBudgetOptions({}));
       const seen: string[] = [];
       const worker = startWorker(name, failingAsAsked, {
@@ -648,7 +641,7 @@ describe('the retry budget', () => {
   );
 
   it('when empty, a retry is pushed to the policy’s cap', { timeout: 30_000 }, async () => {
-    const name = queueName('brk-empty');
+    const name = cleanedQueueName(redis, 'brk-empty');
     const budget = new BudgetStore(redis, name, parseBudgetOptions({}));
     await budget.take(500, Date.now());
     const exhausted: string[] = [];
@@ -680,7 +673,7 @@ describe('the retry budget', () => {
       timeout: 30_000,
     },
     async () => {
-      const name = queueName('brk-denied');
+      const name = cleanedQueueName(redis, 'brk-denied');
       const budget = new BudgetStore(redis, name, parseBudgetOptions({}));
       await budget.take(500, Date.now());
       const worker = startWorker(name, failingAsAsked, {
@@ -706,7 +699,7 @@ describe('the retry budget', () => {
       timeout: 30_000,
     },
     async () => {
-      const name = queueName('brk-dead');
+      const name = cleanedQueueName(redis, 'brk-dead');
       const budget = new BudgetStore(redis, name, parseBudgetOptions({}));
       await budget.take(500, Date.now());
       const worker = startWorker(name, failingAsAsked, {
@@ -725,7 +718,7 @@ describe('the retry budget', () => {
   );
 
   it('a ratio budget of 0.1 with minRetries 0 grants exactly 10 retries per 100 requests', async () => {
-    const name = queueName('brk-ratio');
+    const name = cleanedQueueName(redis, 'brk-ratio');
     const options = parseBudgetOptions({ kind: 'ratio', ratio: 0.1, minRetries: 0 });
     const budget = new BudgetStore(redis, name, options);
     const now = Date.now();
@@ -805,7 +798,7 @@ describe('requeue breaker (CLI)', () => {
       timeout: 60_000,
     },
     async () => {
-      const name = queueName('brk-cli');
+      const name = cleanedQueueName(redis, 'brk-cli');
       // A window that outlives the slowest run of this test's CLI calls (a few s each).
       const breakerFlag = breakerJson({ openMs: 30_000, minimumRequests: 10, windowMs: 600_000 });
       const store = new BreakerStore(redis, name, parseBreakerOptions(JSON.parse(breakerFlag)));
@@ -889,7 +882,7 @@ describe('requeue breaker (CLI)', () => {
       timeout: 60_000,
     },
     async () => {
-      const name = queueName('brk-cli-iso');
+      const name = cleanedQueueName(redis, 'brk-cli-iso');
       const dep = await dependency();
       const worker = spawnCliWorker(
         name,

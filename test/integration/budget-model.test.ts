@@ -19,8 +19,7 @@ import { parseWindowHash, type WindowGeometry } from '../../src/policy/window.js
 import { BudgetStore } from '../../src/redis/budget-store.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { ratioBudgetScript } from '../../src/redis/window-scripts.js';
-import { cleanQueue, connect, uniqueQueueName } from '../harness/redis.js';
-import { onCleanup } from '../harness/cleanup.js';
+import { cleanedQueueName, connect } from '../harness/redis.js';
 
 /**
  * The budgets' Lua against their spec, the pure state machines of
@@ -35,12 +34,6 @@ beforeAll(() => {
 afterAll(() => {
   redis.disconnect();
 });
-
-function freshQueue(prefix: string): string {
-  const name = uniqueQueueName(prefix);
-  onCleanup(() => cleanQueue(redis, name));
-  return name;
-}
 
 describe('the token bucket in Lua behaves as src/policy/budget/token-bucket.ts', () => {
   interface Model {
@@ -84,7 +77,7 @@ describe('the token bucket in Lua behaves as src/policy/budget/token-bucket.ts',
   }
 
   it('after every step of a random sequence: same answers, same tokens and denials', async () => {
-    const name = freshQueue('tb-model');
+    const name = cleanedQueueName(redis, 'tb-model');
     await fc.assert(
       fc.asyncProperty(
         fc
@@ -178,7 +171,7 @@ describe('the ratio budget in Lua behaves as src/policy/budget/ratio-budget.ts',
   }
 
   it('after every step of a random sequence at random times: same grants, same window', async () => {
-    const name = freshQueue('ratio-model');
+    const name = cleanedQueueName(redis, 'ratio-model');
     const key = requeueKeys(name).budgetWindow;
     // Windows of 10 s and more keep the key's TTL beyond a sequence's real run time.
     const geometry = fc

@@ -6,7 +6,7 @@ import { createQueue, type QueueCounts } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler } from '../../src/scheduler/worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
 import { runTs, spawnTs, type CommandResult, type TsChild } from '../harness/child.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { cleanedQueueName, connect, redisUrl } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { WorkerEventLog } from '../harness/worker-events.js';
 
@@ -19,13 +19,6 @@ const admin = connect();
 afterAll(() => {
   admin.disconnect();
 });
-
-/** A queue name of its own, its keys removed after the test. */
-function queueName(prefix: string): string {
-  const name = uniqueQueueName(prefix);
-  onCleanup(() => cleanQueue(admin, name));
-  return name;
-}
 
 /** Runs `requeue ...args` to its end against the test Redis. */
 function requeue(...args: string[]): Promise<CommandResult> {
@@ -86,7 +79,7 @@ describe('the requeue CLI', () => {
   it(
     'enqueues, runs a worker that retries and dead-letters, and reports it in stats and dlq list',
     async () => {
-      const queue = queueName('cli-flow');
+      const queue = cleanedQueueName(admin, 'cli-flow');
       const enqueued = await Promise.all(
         [
           { name: 'transient', data: { fail: 'transient', times: 2 } },
@@ -161,7 +154,7 @@ describe('the requeue CLI', () => {
   it(
     'shows, replays by reason and purges dead jobs',
     async () => {
-      const queue = queueName('cli-dlq');
+      const queue = cleanedQueueName(admin, 'cli-dlq');
       // The dead jobs are made in this process: the CLI is what is under test here.
       const producer = createQueue(queue, { connection: redisUrl() });
       const { handler } = await loadHandlerModule<Handler<unknown, unknown>>(
@@ -222,7 +215,7 @@ describe('the requeue CLI', () => {
   it(
     'exits with code 2 and one line on a usage error',
     async () => {
-      const queue = queueName('cli-usage');
+      const queue = cleanedQueueName(admin, 'cli-usage');
       const [bogus, noFilter, badReason] = await Promise.all([
         requeue('stats', queue, '--bogus'),
         requeue('dlq', 'replay', queue),
@@ -238,7 +231,7 @@ describe('the requeue CLI', () => {
   it(
     'prints one line for a mistyped flag that has a suggestion',
     async () => {
-      const queue = queueName('cli-typo');
+      const queue = cleanedQueueName(admin, 'cli-typo');
       expectUsageError(await requeue('stats', queue, '--jsn'), /--jsn.*--json/);
     },
     CLI_TEST_TIMEOUT_MS,
@@ -265,7 +258,7 @@ describe('the requeue CLI', () => {
   it(
     'drains the active job on SIGTERM and exits 0',
     async () => {
-      const queue = queueName('cli-drain');
+      const queue = cleanedQueueName(admin, 'cli-drain');
       const marker = `requeue:{${queue}}:test:started`;
       const producer = createQueue(queue, { connection: redisUrl() });
       onCleanup(() => producer.close());

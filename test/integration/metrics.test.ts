@@ -9,6 +9,7 @@ import { spawnTs, type TsChild } from '../harness/child.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { promtoolCheck, sample } from '../harness/promtool.js';
 import {
+  cleanedQueueName,
   cleanQueue,
   connect,
   redisUrl,
@@ -32,12 +33,6 @@ beforeAll(() => {
 afterAll(() => {
   redis.disconnect();
 });
-
-function queueName(prefix: string): string {
-  const name = uniqueQueueName(prefix);
-  onCleanup(() => cleanQueue(redis, name));
-  return name;
-}
 
 /** Starts a process that logs (pino, JSON lines) and waits for its "metrics served" line. */
 async function startServing(
@@ -112,7 +107,7 @@ describe('metrics in every process', () => {
     'requeue worker --metrics-port: counts, histograms and gauges, promtool-clean, closed at SIGTERM',
     { timeout: PROCESS_TIMEOUT_MS * 2 },
     async () => {
-      const name = queueName('metrics-cli');
+      const name = cleanedQueueName(redis, 'metrics-cli');
       const { child, url } = await startServing(
         'src/cli/main.ts',
         [
@@ -196,7 +191,7 @@ describe('metrics in every process', () => {
     'the webhook worker with METRICS_PORT: its endpoints counted by breaker state, promtool-clean',
     { timeout: PROCESS_TIMEOUT_MS * 2 },
     async () => {
-      const name = queueName('metrics-hooks');
+      const name = cleanedQueueName(redis, 'metrics-hooks');
       let calls = 0;
       const receiver = createServer((_req, res) => {
         calls += 1;
@@ -274,7 +269,7 @@ describe('metrics in every process', () => {
     'a metrics port that cannot be used is one line naming the setting, exit code 2',
     { timeout: PROCESS_TIMEOUT_MS },
     async () => {
-      const name = queueName('metrics-bad');
+      const name = cleanedQueueName(redis, 'metrics-bad');
       const taken = createServer();
       await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
       onCleanup(() => new Promise((resolve) => taken.close(resolve)));

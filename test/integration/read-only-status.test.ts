@@ -11,7 +11,7 @@ import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { runTs, type CommandResult } from '../harness/child.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { cleanedQueueName, connect, redisUrl } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { sample } from '../harness/promtool.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
@@ -44,12 +44,6 @@ afterAll(() => {
   redis.disconnect();
 });
 
-function queueName(prefix: string): string {
-  const name = uniqueQueueName(prefix);
-  onCleanup(() => cleanQueue(redis, name));
-  return name;
-}
-
 function requeue(...args: string[]): Promise<CommandResult> {
   return runTs('src/cli/main.ts', [...args, '--redis', redisUrl()], {}, CLI_TIMEOUT_MS);
 }
@@ -75,7 +69,7 @@ describe('looking never writes', () => {
     'breaker status with other options does not delete the live window',
     { timeout: CLI_TIMEOUT_MS * 3 },
     async () => {
-      const name = queueName('ro-breaker');
+      const name = cleanedQueueName(redis, 'ro-breaker');
       const key = 'endpoint-1';
       const window = requeueKeys(name).breakerWindow(key);
       const worker = new BreakerStore(redis, name, parseBreakerOptions(workerBreaker));
@@ -140,7 +134,7 @@ describe('looking never writes', () => {
     'ratio budget status with other options does not delete the live window',
     { timeout: CLI_TIMEOUT_MS * 2 },
     async () => {
-      const name = queueName('ro-ratio');
+      const name = cleanedQueueName(redis, 'ro-ratio');
       const window = requeueKeys(name).budgetWindow;
       const worker = new BudgetStore(
         redis,
@@ -196,7 +190,7 @@ describe('looking never writes', () => {
     'breaker status (token bucket), endpoint list and stats send no write command',
     { timeout: CLI_TIMEOUT_MS * 3 },
     async () => {
-      const name = queueName('ro-cli');
+      const name = cleanedQueueName(redis, 'ro-cli');
       const queue = createQueue(name, { connection: redis });
       onCleanup(() => queue.close());
       await queue.add('job', { n: 1 });
@@ -233,7 +227,7 @@ describe('looking at the DLQ never writes', () => {
     'dlq list, count and show (CLI and library) send no write command',
     { timeout: CLI_TIMEOUT_MS * 4 },
     async () => {
-      const name = queueName('ro-dlq');
+      const name = cleanedQueueName(redis, 'ro-dlq');
       const now = Date.now();
       for (const id of ['d1', 'd2'])
         await seedDead(redis, {
@@ -272,7 +266,7 @@ describe('looking at the DLQ never writes', () => {
 
 describe('a metrics scrape never writes', () => {
   it('jobs per state, DLQ size, breaker states and budget tokens are read with reads only', async () => {
-    const name = queueName('ro-metrics');
+    const name = cleanedQueueName(redis, 'ro-metrics');
     const queue = createQueue(name, { connection: redis });
     onCleanup(() => queue.close());
     await queue.add('job', { n: 1 });
@@ -330,7 +324,7 @@ describe('a metrics scrape never writes', () => {
 
 describe('one window for the fleet', () => {
   it('a worker with other window options adds to the live window instead of deleting it', async () => {
-    const name = queueName('ro-mixed');
+    const name = cleanedQueueName(redis, 'ro-mixed');
     const key = 'k';
     const a = new BreakerStore(redis, name, parseBreakerOptions(workerBreaker));
     const foreign: unknown[] = [];
@@ -352,7 +346,7 @@ describe('one window for the fleet', () => {
   });
 
   it('workers whose clocks are an hour apart count in one window', async () => {
-    const name = queueName('ro-skew');
+    const name = cleanedQueueName(redis, 'ro-skew');
     const key = 'k';
     const options = parseBreakerOptions(workerBreaker);
     const now = Date.now();

@@ -17,12 +17,13 @@ import { enqueueWebhook } from '../../workers/webhook/index.js';
 import { spawnTs, type ChildExit, type TsChild } from '../harness/child.js';
 import { onCleanup } from '../harness/cleanup.js';
 import {
+  cleanedQueueName,
   cleanQueue,
   connect,
   redisUrl,
   startRedisServer,
-  uniqueQueueName,
   type RedisServerHandle,
+  uniqueQueueName,
 } from '../harness/redis.js';
 
 /** The shutdown timeout every process under test is given. */
@@ -175,13 +176,6 @@ interface ProcessKind {
   spawn(url: string): Promise<{ child: TsChild; hang: () => Promise<void> }>;
 }
 
-/** A queue on the run's Redis whose keys are removed after the test. */
-function queueName(prefix: string): string {
-  const name = uniqueQueueName(prefix);
-  onCleanup(() => cleanQueue(admin, name));
-  return name;
-}
-
 /** Adds a job to `name` on the run's Redis. */
 async function addJob(name: string): Promise<void> {
   const queue = createQueue(name, { connection: redisUrl() });
@@ -196,7 +190,7 @@ const kinds: Record<string, ProcessKind> = {
   'requeue worker': {
     started: 'worker started',
     spawn: async (url) => {
-      const name = queueName('shutdown-cli');
+      const name = cleanedQueueName(admin, 'shutdown-cli');
       const marker = `requeue:{${name}}:test:started`;
       const child = start(
         'src/cli/main.ts',
@@ -222,7 +216,7 @@ const kinds: Record<string, ProcessKind> = {
   'the service': {
     started: 'requeue service started',
     spawn: async (url) => {
-      const name = queueName('shutdown-service');
+      const name = cleanedQueueName(admin, 'shutdown-service');
       const marker = `requeue:{${name}}:test:started`;
       const dir = await mkdtemp(join(tmpdir(), 'requeue-shutdown-'));
       const config = join(dir, 'config.json');
@@ -253,7 +247,7 @@ const kinds: Record<string, ProcessKind> = {
   'the webhook worker': {
     started: 'webhook worker started',
     spawn: async (url) => {
-      const name = queueName('shutdown-webhook');
+      const name = cleanedQueueName(admin, 'shutdown-webhook');
       const child = start('workers/webhook/main.ts', [], {
         REDIS_URL: url,
         WEBHOOK_QUEUE: name,
