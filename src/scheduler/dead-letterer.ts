@@ -17,6 +17,15 @@ export interface DeadLetterContext {
 }
 
 /**
+ * How long a keyless job's death keeps a marker under its id: an add the
+ * client re-sends after a reconnect (its reply lost with a Redis restart)
+ * that arrives after the job already ran and died finds the marker and is a
+ * no-op, instead of running the job again beside its dead record. A day
+ * covers any reconnect; markers are a few bytes each and expire by themselves.
+ */
+export const resendGuardMs = 86_400_000;
+
+/**
  * Moves a job that must die to the DLQ: one fenced script (two round trips
  * when an earlier death of the same id is there, whose history is merged
  * in). Only then is the death announced: one `job:dead-lettered`, one
@@ -39,18 +48,28 @@ export async function deadLetter(
     deadAt: death.deadAt,
     firstFailedAt: state.firstFailedAt,
   });
-  let moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt);
+  // Only a re-send reuses a keyless id; a key is re-used on purpose, for a new job.
+  const guardMs = attempt.meta.key === undefined ? resendGuardMs : 0;
+  let moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt, '', guardMs);
   if (moved.kind === 'occupied') {
     // The same id died before (a key re-added after its first job died): one
     // record keeps both lives' history.
     const merged = changeState(state, {
       history: [...(moved.state?.history ?? []), ...state.history],
     });
-    moved = await ctx.moves.deadLetter(job, token, merged, stored, death.deadAt, moved.generation);
+    moved = await ctx.moves.deadLetter(
+      job,
+      token,
+      merged,
+      stored,
+      death.deadAt,
+      moved.generation,
+      guardMs,
+    );
     if (moved.kind === 'vanished') {
       // A replay or purge took the earlier death between the two calls: its
       // history went with it, so this death is stored with its own alone.
-      moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt);
+      moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt, '', guardMs);
     } else {
       state = merged;
     }

@@ -147,7 +147,11 @@ export class JobMoves {
     return written === 1;
   }
 
-  /** Moves an active job to the DLQ in one script (`src/redis/lua/deadLetter-9.lua`). */
+  /**
+   * Moves an active job to the DLQ in one script (`src/redis/lua/deadLetter-9.lua`).
+   * With `resendGuardMs`, a marker stays under the job's id that long, so that
+   * an add of this id re-sent by the client after a reconnect is a no-op.
+   */
   async deadLetter(
     job: Job,
     token: string,
@@ -155,6 +159,7 @@ export class JobMoves {
     death: string,
     deadAt: number,
     expectedGeneration = '',
+    resendGuardMs = 0,
   ): Promise<DeadLetterResult> {
     const id = String(job.id);
     const key = this.jobKey(id);
@@ -172,7 +177,7 @@ export class JobMoves {
         this.rq.deadSequence,
         this.keys.events,
       ],
-      [token, id, serializeJobState(state), death, deadAt, expectedGeneration],
+      [token, id, serializeJobState(state), death, deadAt, expectedGeneration, resendGuardMs],
     )) as [number, (string | number)?, string?];
     if (reply[0] === 1) return { kind: 'moved', generation: String(reply[1]) };
     if (reply[0] === 3) return { kind: 'vanished' };

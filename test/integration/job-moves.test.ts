@@ -102,6 +102,46 @@ describe('BullMQ internals used by job-moves.ts', () => {
     expect(await admin.zcard(requeueKeys(t.name).dead)).toBe(0);
   });
 
+  it('a keyless death leaves a marker: a re-sent add of its id is a no-op, and a replay takes the id back', async () => {
+    const t = setup('resend-guard');
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    const { worker, job, token } = await takeJob(t.name);
+    const moves = new JobMoves(admin, worker, t.name);
+    const moved = await moves.deadLetter(
+      job,
+      token,
+      emptyJobState(),
+      deathJson(),
+      1234,
+      '',
+      60_000,
+    );
+    expect(moved).toMatchObject({ kind: 'moved' });
+    const marker = `${bullKeys(t.name).prefix}j1`;
+    expect(await admin.hgetall(marker)).toEqual({
+      rqgone: (moved as { generation: string }).generation,
+    });
+    const ttl = await admin.pttl(marker);
+    expect(ttl).toBeGreaterThan(50_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+    // What the client sends again after a reconnect: BullMQ's add of the same id.
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    expect(await t.queue.getJobCounts('wait', 'active', 'delayed', 'completed')).toEqual({
+      wait: 0,
+      active: 0,
+      delayed: 0,
+      completed: 0,
+    });
+    // A replay takes the marker's id: the dead job comes back as itself.
+    const dlq = new DeadLetterQueue(t.name, { connection: admin });
+    const replayed = await dlq.replay({ id: 'j1' });
+    expect(replayed).toMatchObject({ done: 1 });
+    expect('renamed' in replayed ? replayed.renamed : []).toEqual([]);
+    expect(await t.queue.getJobState('j1')).toBe('waiting');
+    expect(await admin.hget(marker, 'rqgone')).toBeNull();
+    expect(await admin.pttl(marker)).toBe(-1);
+  });
+
   it('a merge expecting an earlier death that a replay took meanwhile stores nothing and says so', async () => {
     const t = setup('vanished');
     await t.queue.add('x', { n: 1 }, { jobId: 'j1' });

@@ -3,7 +3,7 @@
  * named after what broke. The seed and shrunk sequence that found each one
  * are in its comment.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import {
   BreakerStore,
@@ -248,5 +248,64 @@ describe('found by the model-based suite', () => {
       { life: 2 },
       { life: 2 },
     ]);
+  }, 30_000);
+
+  // Seed 20261124, run 108: keylessAddsDuringRedisRestart(…, permanent-status | retry), then
+  // a replay. The add ran before Redis died but its reply was lost; once Redis was
+  // back, a worker ran the job and dead-lettered it before the producer re-sent the
+  // add, which found no job under the id and made it again. The job ran once more,
+  // and a replay meanwhile (the id taken) brought the dead one back under a fresh
+  // id: one logical job, two dead records.
+  it('a keyless add re-sent after its job already died does not make it again', async () => {
+    const server = await startRedisServer({ appendonly: false });
+    onCleanup(() => server.kill());
+    const name = uniqueQueueName('resend-after-death');
+    // The producer reconnects a second after losing its connection; the worker at once.
+    const producer = new Redis(server.url, {
+      maxRetriesPerRequest: null,
+      retryStrategy: () => 1_000,
+    });
+    const queue = createQueue(name, { connection: producer });
+    let runs = 0;
+    const worker = createWorker(
+      name,
+      async () => {
+        runs += 1;
+        throw new PermanentError('bad request');
+      },
+      { connection: server.url, logger },
+    );
+    const dlq = new DeadLetterQueue(name, { connection: server.url });
+    onCleanup(async () => {
+      await worker.close({ timeoutMs: 2_000 });
+      await dlq.close();
+      await queue.close();
+      producer.disconnect();
+    });
+    await worker.waitUntilReady();
+    await queue.bull.waitUntilReady();
+    const died = new Promise((resolve) => worker.on('job:dead-lettered', resolve));
+    // Redis frozen: the add sits in its socket; the producer's connection is cut, so
+    // the add runs when Redis thaws but its reply is lost, and the client re-sends it
+    // once it has reconnected, a second later: after the worker has run the job.
+    server.signal('SIGSTOP');
+    const added = queue.add('x', { n: 1 });
+    await sleep(100);
+    (producer as unknown as { stream: { destroy(): void } }).stream.destroy();
+    server.signal('SIGCONT');
+    await died;
+    const { id } = await added;
+    await sleep(300);
+    const counts = await queue.bull.getJobCounts('wait', 'delayed', 'active', 'completed');
+    expect(counts).toEqual({ wait: 0, delayed: 0, active: 0, completed: 0 });
+    expect(runs).toBe(1);
+    // A replay brings it back as itself, not under a fresh id beside a second job.
+    const replayed = await dlq.replay({ id });
+    expect(replayed).toMatchObject({ done: 1 });
+    expect('renamed' in replayed ? replayed.renamed : []).toEqual([]);
+    await vi.waitFor(() => expect(runs).toBe(2), { timeout: 5_000 });
+    await sleep(200);
+    expect(await dlq.count({})).toBe(1);
+    expect((await dlq.get(id))?.replays).toBe(1);
   }, 30_000);
 });

@@ -11,6 +11,10 @@
   ARGV[1] lock token        ARGV[2] job id          ARGV[3] state JSON (rq)
   ARGV[4] death JSON        ARGV[5] deadAt (ms)     ARGV[6] expected generation
           of a record already under this id ('' when none is expected)
+  ARGV[7] how long (ms) to keep a marker under the job's id, so that an add of
+          this id that the client re-sends after a reconnect, arriving after
+          the death, finds a key and is a no-op in BullMQ ('0': none; given
+          for jobs without an idempotency key, whose id only a re-send reuses)
 
   Returns {1, generation} when moved; {0} when the lock is not ours;
   {2, generation, state} when a record of an earlier death holds the id:
@@ -35,6 +39,10 @@ rcall('SREM', KEYS[2], ARGV[2])
 rcall('DEL', KEYS[4], KEYS[5])
 rcall('HSET', KEYS[3], 'rq', ARGV[3], 'dead', ARGV[4], 'gen', gen, 'finishedOn', ARGV[5])
 rcall('RENAME', KEYS[3], KEYS[7])
+if tonumber(ARGV[7]) > 0 then
+  rcall('HSET', KEYS[3], 'rqgone', gen)
+  rcall('PEXPIRE', KEYS[3], ARGV[7])
+end
 rcall('ZADD', KEYS[6], ARGV[5], ARGV[2])
 rcall('XADD', KEYS[9], 'MAXLEN', '~', 10000, '*', 'event', 'removed', 'jobId', ARGV[2], 'prev', 'active')
 return {1, gen}

@@ -2,7 +2,8 @@
   Replays dead jobs into their source queue, each in one step and fenced by
   its death generation: a record that is gone, or was replaced by a newer
   death since the caller read it, is left alone. A record whose source id is
-  taken (the key was re-used) comes back under the fresh id the caller gave,
+  taken (the key was re-used; a keyless death's marker does not count) comes
+  back under the fresh id the caller gave,
   history kept. The record's hash becomes the job's hash again (renamed), its
   life counter goes up and the attempts start again.
 
@@ -28,7 +29,11 @@ for i = 4, #ARGV, 3 do
   local target = ''
   if rcall('HGET', deadKey, 'gen') == gen then
     target = id
-    if rcall('EXISTS', ARGV[2] .. id) == 1 then target = fresh end
+    local source = ARGV[2] .. id
+    if rcall('EXISTS', source) == 1 then
+      -- The marker a keyless death leaves against re-sent adds is no job: the id is free.
+      if rcall('HEXISTS', source, 'rqgone') == 1 then rcall('DEL', source) else target = fresh end
+    end
     if rcall('EXISTS', ARGV[2] .. target) == 1 then
       target = ''
     else
