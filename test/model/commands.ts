@@ -151,9 +151,9 @@ async function aroundOperator<T>(
     if (beforeIds.has(d.death) || afterIds.has(d.death) || m.attributed.has(d.death)) continue;
     const gen = /#g(\d+)$/.exec(d.death)?.[1];
     if (gen !== undefined && Number(gen) <= seenUpTo) continue;
-    // Died and then died again under the same id within the window (a keyless add
-    // re-sent after a Redis restart, once its first job had died): the dead-letter
-    // script merged this death into the newer one, which is still there.
+    // Died and then died again under the same id within the window (a key re-added
+    // after its job died): the dead-letter script merged this death into the newer
+    // one, which is still there.
     if (d.replays !== undefined && mergedInto(d.death, d.id, d.seq, d.replays)) continue;
     inWindow.set(d.death, { death: d.death, id: d.id, seq: d.seq ?? undefined, reason: d.reason });
   }
