@@ -98,7 +98,9 @@ function storableFields(details: Record<string, unknown>, whole: unknown): Recor
 
 function describeUnstorable(err: unknown): string {
   try {
-    return `not storable as JSON: ${String((err as Error).message).split('\n')[0]!.slice(0, 200)}`;
+    return `not storable as JSON: ${String((err as Error).message)
+      .split('\n')[0]!
+      .slice(0, 200)}`;
   } catch {
     return 'not storable as JSON';
   }
