@@ -20,10 +20,12 @@ export interface DeadLetterContext {
  * How long a keyless job's death keeps a marker under its id: an add the
  * client re-sends after a reconnect (its reply lost with a Redis restart)
  * that arrives after the job already ran and died finds the marker and is a
- * no-op, instead of running the job again beside its dead record. A day
- * covers any reconnect; markers are a few bytes each and expire by themselves.
+ * no-op, instead of running the job again beside its dead record. Clients
+ * reconnect within seconds (requeue's backoff tops out at 2 s, BullMQ's at
+ * 20 s); meanwhile BullMQ's `getJob(id)` of the dead job returns the marker
+ * (a job with nothing but `rqgone`), so it is kept no longer than needed.
  */
-export const resendGuardMs = 86_400_000;
+export const resendGuardMs = 300_000;
 
 /**
  * Moves a job that must die to the DLQ: one fenced script (two round trips

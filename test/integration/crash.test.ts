@@ -142,7 +142,7 @@ describe('a worker killed with SIGKILL', () => {
       expect(record!.history.map((r) => [r.attempt, r.outcome, r.decision])).toEqual([
         [1, 'failed', 'dead-letter'],
       ]);
-      expect(await t.queue.bull.getJob(id)).toBeUndefined();
+      expect(await t.queue.bull.getJobState(id)).toBe('unknown');
       expect(await t.queue.counts()).toEqual({
         waiting: 0,
         active: 0,
@@ -189,7 +189,7 @@ describe('a worker killed with SIGKILL', () => {
         [1, 'stalled'],
         [2, 'stalled'],
       ]);
-      expect(await t.queue.bull.getJob(id)).toBeUndefined();
+      expect(await t.queue.bull.getJobState(id)).toBe('unknown');
       expect(await t.dlq.count()).toBe(1);
     },
     CHILD_TEST_TIMEOUT_MS,

@@ -231,7 +231,7 @@ describe('retries', () => {
       deadReason: 'permanent-error',
       error: { status: 400 },
     });
-    expect(await t.queue.bull.getJob(id)).toBeUndefined();
+    expect(await t.queue.bull.getJobState(id)).toBe('unknown');
   });
 
   it('dead-letters with max-attempts once the attempts are used up', async () => {
