@@ -179,15 +179,7 @@ export class DeadLetterQueue {
     if (filter.id === undefined && filter.reason === undefined && filter.name === undefined) {
       // Only times, or nothing: the index pages by itself, one page read (a dashboard polls this).
       const [min, max] = scoreRange(filter);
-      const ids = await this.redis.zrevrangebyscore(
-        this.keys.dead,
-        max,
-        min,
-        'LIMIT',
-        offset,
-        limit,
-      );
-      const records = await this.readMany(ids);
+      const records = await this.readMany(await this.indexPage(min, max, offset, limit));
       return newestFirst(records.filter((r): r is DeadJobRecord => r !== undefined));
     }
     const refs: DeadRef[] = [];
@@ -328,6 +320,57 @@ export class DeadLetterQueue {
     return record;
   }
 
+  /**
+   * The ids of one page of the index, newest death first, deaths of the same
+   * millisecond in the order they died (by generation): the same order as
+   * the whole list, wherever the page's edges fall. The index itself orders
+   * such ties by id, so the deaths of the page's first and last milliseconds
+   * are read whole and placed by generation.
+   */
+  private async indexPage(
+    min: string,
+    max: string,
+    offset: number,
+    limit: number,
+  ): Promise<string[]> {
+    const raw = await this.redis.zrevrangebyscore(
+      this.keys.dead,
+      max,
+      min,
+      'WITHSCORES',
+      'LIMIT',
+      offset,
+      limit,
+    );
+    if (raw.length === 0) return [];
+    const scoreOf = new Map<string, number>();
+    for (let i = 0; i < raw.length; i += 2) scoreOf.set(raw[i]!, Number(raw[i + 1]));
+    const first = raw[1]!;
+    const last = raw[raw.length - 1]!;
+    const [above, firstGroup, lastGroup] = await Promise.all([
+      // How many deaths of the range come before the first millisecond of the page.
+      this.redis.zcount(this.keys.dead, `(${first}`, max),
+      this.redis.zrangebyscore(this.keys.dead, first, first),
+      first === last ? [] : this.redis.zrangebyscore(this.keys.dead, last, last),
+    ]);
+    for (const id of firstGroup) scoreOf.set(id, Number(first));
+    for (const id of lastGroup) scoreOf.set(id, Number(last));
+    const ordered = await this.byDeathOrder([...scoreOf.keys()], scoreOf);
+    const start = offset - above;
+    return ordered.slice(start, start + limit);
+  }
+
+  /** `ids` newest death first, deaths of one millisecond by generation, newest first. */
+  private async byDeathOrder(ids: string[], scoreOf: Map<string, number>): Promise<string[]> {
+    const scores = new Set(scoreOf.values());
+    if (scores.size === ids.length) return ids.sort((a, b) => scoreOf.get(b)! - scoreOf.get(a)!);
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hget(this.keys.deadRecordPrefix + id, 'gen');
+    const replies = (await pipeline.exec()) ?? [];
+    const genOf = new Map(ids.map((id, i) => [id, Number(replies[i]?.[1] ?? -1)]));
+    return ids.sort((a, b) => scoreOf.get(b)! - scoreOf.get(a)! || genOf.get(b)! - genOf.get(a)!);
+  }
+
   private async readMany(ids: readonly string[]): Promise<(DeadJobRecord | undefined)[]> {
     if (ids.length === 0) return [];
     const pipeline = this.redis.pipeline();
@@ -351,8 +394,12 @@ export class DeadLetterQueue {
     const [min, max] = scoreRange(filter);
     // Pages by score, newest first. Deaths in the same millisecond straddle a
     // page's edge: the next page starts at that score and skips what was seen.
+    // They are yielded a millisecond at a time, in the order they died
+    // (the index orders them by id).
     let upper = max;
     let seen = new Set<string>();
+    let group: DeadRef[] = [];
+    let groupScore = '';
     for (;;) {
       const limit = pageSize + seen.size;
       const raw = await this.redis.zrevrangebyscore(
@@ -367,18 +414,29 @@ export class DeadLetterQueue {
       const entries: [string, string][] = [];
       for (let i = 0; i < raw.length; i += 2)
         if (!seen.has(raw[i]!)) entries.push([raw[i]!, raw[i + 1]!]);
-      if (entries.length === 0) return;
+      if (entries.length === 0) {
+        yield* byGeneration(group);
+        return;
+      }
       const pipeline = this.redis.pipeline();
       for (const [id] of entries) pipeline.hmget(this.keys.deadRecordPrefix + id, ...filterFields);
       const replies = (await pipeline.exec()) ?? [];
       for (let i = 0; i < entries.length; i += 1) {
-        const id = entries[i]![0];
+        const [id, score] = entries[i]!;
+        if (score !== groupScore) {
+          yield* byGeneration(group);
+          group = [];
+          groupScore = score;
+        }
         const [name, gen, dead] = (replies[i]?.[1] ?? []) as (string | null)[];
         const death = parseDeath(dead);
         if (name == null || gen == null || !death) continue;
-        if (matches({ id, name }, death, filter)) yield { id, gen, name, death };
+        if (matches({ id, name }, death, filter)) group.push({ id, gen, name, death });
       }
-      if (raw.length / 2 < limit) return;
+      if (raw.length / 2 < limit) {
+        yield* byGeneration(group);
+        return;
+      }
       const lastScore = entries.at(-1)![1];
       const atLast = entries.filter(([, score]) => score === lastScore).map(([id]) => id);
       seen = lastScore === upper ? new Set([...seen, ...atLast]) : new Set(atLast);
@@ -427,6 +485,11 @@ type RawFields = (string | null)[] | undefined;
  * deaths in the same millisecond come back in the order of their ids (random
  * within a millisecond); their generations give the order they died in.
  */
+/** The deaths of one millisecond, the last to die first. */
+function byGeneration(group: DeadRef[]): DeadRef[] {
+  return group.length < 2 ? group : group.sort((a, b) => Number(b.gen) - Number(a.gen));
+}
+
 function newestFirst(records: DeadJobRecord[]): DeadJobRecord[] {
   return records.sort((a, b) => b.deadAt - a.deadAt || Number(b.gen) - Number(a.gen));
 }

@@ -85,4 +85,93 @@ describe('deaths in the same millisecond', () => {
     expect((await dlq.list()).map((r) => r.id)).toEqual(['a', 'z']);
     expect((await dlq.list({ name: 'job' })).map((r) => r.id)).toEqual(['a', 'z']);
   });
+
+  // Found by a CI run: page 2 of 6 deaths that shared milliseconds held another
+  // death than the same slice of the whole list. A page was cut from the index
+  // (ties ordered by id) and only then sorted by generation.
+  it('pages cut the whole list in the order the deaths happened, wherever their edges fall', async () => {
+    const name = uniqueQueueName('dlq-tie-pages');
+    onCleanup(() => cleanQueue(redis, name));
+    // In death order; ids chosen so that the index's own order (by id) differs.
+    const deaths: [string, number][] = [
+      ['m', 1000],
+      ['c', 1000],
+      ['x', 1000],
+      ['b', 2000],
+      ['y', 2000],
+      ['a', 3000],
+      ['q', 3000],
+      ['z', 3000],
+      ['d', 3000],
+    ];
+    for (const [id, deadAt] of deaths)
+      await seedDead(redis, {
+        source: name,
+        id,
+        name: 'job',
+        data: {},
+        opts: {},
+        reason: 'max-attempts',
+        message: 'm',
+        attempts: 1,
+        history: [],
+        deadAt,
+        replays: 0,
+      });
+    const dlq = new DeadLetterQueue(name, { connection: redis });
+    onCleanup(() => dlq.close());
+    const ids = (records: { id: string }[]) => records.map((r) => r.id);
+    const whole = deaths.map(([id]) => id).reverse();
+    expect(ids(await dlq.list({}, { limit: 100 }))).toEqual(whole);
+    for (let offset = 0; offset <= whole.length; offset += 1) {
+      for (let limit = 1; limit <= 4; limit += 1) {
+        const slice = whole.slice(offset, offset + limit);
+        expect(
+          ids(await dlq.list({}, { offset, limit })),
+          `offset ${offset} limit ${limit}`,
+        ).toEqual(slice);
+        expect(ids(await dlq.list({ name: 'job' }, { offset, limit }))).toEqual(slice);
+        expect(ids((await dlq.page({ name: 'job' }, { offset, limit })).items)).toEqual(slice);
+      }
+    }
+    // Within a time range the same holds.
+    expect(ids(await dlq.list({ since: 2000, until: 3000 }, { offset: 1, limit: 1 }))).toEqual([
+      'b',
+    ]);
+  });
+
+  it('a millisecond of deaths longer than a scan page still comes in death order', async () => {
+    const name = uniqueQueueName('dlq-tie-scan');
+    onCleanup(() => cleanQueue(redis, name));
+    const count = 1_005;
+    const order: string[] = [];
+    for (let i = 0; i < count; i += 1) {
+      // Ids whose order is not the deaths' order.
+      const id = `j${String((i * 7919) % count).padStart(4, '0')}`;
+      order.push(id);
+    }
+    for (const id of order)
+      await seedDead(redis, {
+        source: name,
+        id,
+        name: 'job',
+        data: {},
+        opts: {},
+        reason: 'max-attempts',
+        message: 'm',
+        attempts: 1,
+        history: [],
+        deadAt: 7_000,
+        replays: 0,
+      });
+    const dlq = new DeadLetterQueue(name, { connection: redis });
+    onCleanup(() => dlq.close());
+    const whole = [...order].reverse();
+    const ids = (records: { id: string }[]) => records.map((r) => r.id);
+    expect(ids(await dlq.list({ name: 'job' }, { offset: 0, limit: 2_000 }))).toEqual(whole);
+    expect(ids(await dlq.list({ name: 'job' }, { offset: 997, limit: 6 }))).toEqual(
+      whole.slice(997, 1_003),
+    );
+    expect(ids(await dlq.list({}, { offset: 997, limit: 6 }))).toEqual(whole.slice(997, 1_003));
+  }, 60_000);
 });
