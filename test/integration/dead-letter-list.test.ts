@@ -7,6 +7,23 @@ import { cleanQueue, connect, uniqueQueueName } from '../harness/redis.js';
 const redis = connect();
 afterAll(() => redis.disconnect());
 
+/** Seeds one dead job of `name` that died at `deadAt`. */
+function seedAt(name: string, id: string, deadAt: number, data: unknown = {}): Promise<unknown> {
+  return seedDead(redis, {
+    source: name,
+    id,
+    name: 'job',
+    data,
+    opts: {},
+    reason: 'max-attempts',
+    message: 'm',
+    attempts: 1,
+    history: [],
+    deadAt,
+    replays: 0,
+  });
+}
+
 /**
  * A DLQ list without a reason or name filter reads one page of the index
  * (ZREVRANGEBYSCORE … LIMIT) instead of scanning 1,000 records a page: the
@@ -16,20 +33,7 @@ describe('listing dead jobs by time only', () => {
   it('pages newest first, within since/until, as the filtered scan does', async () => {
     const name = uniqueQueueName('dlq-list');
     onCleanup(() => cleanQueue(redis, name));
-    for (let i = 1; i <= 7; i += 1)
-      await seedDead(redis, {
-        source: name,
-        id: `d${i}`,
-        name: 'job',
-        data: { i },
-        opts: {},
-        reason: 'max-attempts',
-        message: 'm',
-        attempts: 1,
-        history: [],
-        deadAt: i * 1000,
-        replays: 0,
-      });
+    for (let i = 1; i <= 7; i += 1) await seedAt(name, `d${i}`, i * 1000, { i });
     const dlq = new DeadLetterQueue(name, { connection: redis });
     onCleanup(() => dlq.close());
     const ids = (records: { id: string }[]) => records.map((r) => r.id);
@@ -66,20 +70,7 @@ describe('deaths in the same millisecond', () => {
     const name = uniqueQueueName('dlq-tie');
     onCleanup(() => cleanQueue(redis, name));
     // 'z' dies first, then 'a', in the same millisecond: the index alone orders them z, a.
-    for (const id of ['z', 'a'])
-      await seedDead(redis, {
-        source: name,
-        id,
-        name: 'job',
-        data: {},
-        opts: {},
-        reason: 'max-attempts',
-        message: 'm',
-        attempts: 1,
-        history: [],
-        deadAt: 5_000,
-        replays: 0,
-      });
+    for (const id of ['z', 'a']) await seedAt(name, id, 5_000);
     const dlq = new DeadLetterQueue(name, { connection: redis });
     onCleanup(() => dlq.close());
     expect((await dlq.list()).map((r) => r.id)).toEqual(['a', 'z']);
@@ -104,20 +95,7 @@ describe('deaths in the same millisecond', () => {
       ['z', 3000],
       ['d', 3000],
     ];
-    for (const [id, deadAt] of deaths)
-      await seedDead(redis, {
-        source: name,
-        id,
-        name: 'job',
-        data: {},
-        opts: {},
-        reason: 'max-attempts',
-        message: 'm',
-        attempts: 1,
-        history: [],
-        deadAt,
-        replays: 0,
-      });
+    for (const [id, deadAt] of deaths) await seedAt(name, id, deadAt);
     const dlq = new DeadLetterQueue(name, { connection: redis });
     onCleanup(() => dlq.close());
     const ids = (records: { id: string }[]) => records.map((r) => r.id);
@@ -150,20 +128,7 @@ describe('deaths in the same millisecond', () => {
       const id = `j${String((i * 7919) % count).padStart(4, '0')}`;
       order.push(id);
     }
-    for (const id of order)
-      await seedDead(redis, {
-        source: name,
-        id,
-        name: 'job',
-        data: {},
-        opts: {},
-        reason: 'max-attempts',
-        message: 'm',
-        attempts: 1,
-        history: [],
-        deadAt: 7_000,
-        replays: 0,
-      });
+    for (const id of order) await seedAt(name, id, 7_000);
     const dlq = new DeadLetterQueue(name, { connection: redis });
     onCleanup(() => dlq.close());
     const whole = [...order].reverse();
