@@ -126,7 +126,11 @@ describe('a Redis Cluster failover', () => {
         return c.completed === ids.length;
       },
       90_000,
-    );
+    ).catch(async (err: Error) => {
+      // Where the jobs are, to tell a stuck worker from a lost job next time.
+      const counts = JSON.stringify(await queue.counts().catch(() => 'unreadable'));
+      throw new Error(`${err.message} (promoted in ${promotedMs} ms; counts ${counts})`);
+    });
     const counts = await queue.counts();
     expect(counts).toEqual({
       waiting: 0,
