@@ -179,8 +179,9 @@ export class DeadLetterQueue {
     if (filter.id === undefined && filter.reason === undefined && filter.name === undefined) {
       // Only times, or nothing: the index pages by itself, one page read (a dashboard polls this).
       const [min, max] = scoreRange(filter);
+      // In death order already (indexPage), as the scan below yields them.
       const records = await this.readMany(await this.indexPage(min, max, offset, limit));
-      return newestFirst(records.filter((r): r is DeadJobRecord => r !== undefined));
+      return records.filter((r): r is DeadJobRecord => r !== undefined);
     }
     const refs: DeadRef[] = [];
     let skipped = 0;
@@ -193,7 +194,7 @@ export class DeadLetterQueue {
       if (refs.length >= limit) break;
     }
     const records = await this.readMany(refs.map((r) => r.id));
-    return newestFirst(records.filter((r): r is DeadJobRecord => r !== undefined));
+    return records.filter((r): r is DeadJobRecord => r !== undefined);
   }
 
   /**
@@ -481,17 +482,12 @@ export class DeadLetterQueue {
 type RawFields = (string | null)[] | undefined;
 
 /**
- * Records in death order, newest first. The index scores by death time, so
- * deaths in the same millisecond come back in the order of their ids (random
+ * The deaths of one millisecond, the last to die first. The index scores by
+ * death time, so such deaths come back in the order of their ids (random
  * within a millisecond); their generations give the order they died in.
  */
-/** The deaths of one millisecond, the last to die first. */
 function byGeneration(group: DeadRef[]): DeadRef[] {
   return group.length < 2 ? group : group.sort((a, b) => Number(b.gen) - Number(a.gen));
-}
-
-function newestFirst(records: DeadJobRecord[]): DeadJobRecord[] {
-  return records.sort((a, b) => b.deadAt - a.deadAt || Number(b.gen) - Number(a.gen));
 }
 
 function toRecord(source: string, id: string, raw: RawFields): DeadJobRecord | undefined {

@@ -52,26 +52,20 @@ export async function deadLetter(
   });
   // Only a re-send reuses a keyless id; a key is re-used on purpose, for a new job.
   const guardMs = attempt.meta.key === undefined ? resendGuardMs : 0;
-  let moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt, '', guardMs);
+  const move = (withState: JobState, expectedGeneration = '') =>
+    ctx.moves.deadLetter(job, token, withState, stored, death.deadAt, expectedGeneration, guardMs);
+  let moved = await move(state);
   if (moved.kind === 'occupied') {
     // The same id died before (a key re-added after its first job died): one
     // record keeps both lives' history.
     const merged = changeState(state, {
       history: [...(moved.state?.history ?? []), ...state.history],
     });
-    moved = await ctx.moves.deadLetter(
-      job,
-      token,
-      merged,
-      stored,
-      death.deadAt,
-      moved.generation,
-      guardMs,
-    );
+    moved = await move(merged, moved.generation);
     if (moved.kind === 'vanished') {
       // A replay or purge took the earlier death between the two calls: its
       // history went with it, so this death is stored with its own alone.
-      moved = await ctx.moves.deadLetter(job, token, state, stored, death.deadAt, '', guardMs);
+      moved = await move(state);
     } else {
       state = merged;
     }
