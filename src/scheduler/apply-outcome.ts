@@ -50,8 +50,9 @@ export async function applyOutcome(
   try {
     switch (attempt.kind) {
       case 'completed':
-        // A success after a crash keeps the crashed attempts in the history.
-        if (attempt.stateChanged) await ctx.moves.writeState(job, token, attempt.state);
+        // A success after a crash keeps the crashed attempts in the history:
+        // BullMQ's completion stores the state in its own fenced move.
+        if (attempt.stateChanged) ctx.moves.completeWith(job, attempt.state);
         return attempt.result;
       case 'retry': {
         const now = ctx.clock.now();

@@ -1,4 +1,10 @@
-import type { Job, Worker } from 'bullmq';
+import {
+  Worker,
+  type Job,
+  type JobJson,
+  type Processor,
+  type WorkerOptions as BullWorkerOptions,
+} from 'bullmq';
 import type { RedisClient } from '../redis/connection.js';
 import { parseJobState, serializeJobState, type JobState } from '../policy/job-state.js';
 import { requeueKeys } from '../redis/keys.js';
@@ -6,10 +12,12 @@ import { runScript } from '../redis/scripts.js';
 
 /**
  * The one module that knows BullMQ's insides: its key layout (`bull:<queue>:…`,
- * a job hash per id, `<job>:lock`), the fields of a job hash, and its queue
- * backend's `moveToDelayed` with `fieldsToUpdate`. Everything else moves jobs
- * through the functions here. `test/integration/job-moves.test.ts` fails
- * loudly if a BullMQ upgrade changes any of it.
+ * a job hash per id, `<job>:lock`), the fields of a job hash, its queue
+ * backend's `moveToDelayed` and `moveToFinishedArgs` with `fieldsToUpdate`,
+ * its `execCommand` and the worker's `createJob` (see {@link BullWorker}).
+ * Everything else moves jobs through the functions here.
+ * `test/integration/job-moves.test.ts` fails loudly if a BullMQ upgrade
+ * changes any of it.
  */
 
 /** The BullMQ version whose internals this module was written against. */
@@ -68,6 +76,199 @@ export type DeadLetterResult =
   /** The earlier death expected has left meanwhile (replayed or purged): move again expecting none. */
   | { kind: 'vanished' };
 
+/** requeue's fields of a job hash (`undefined` where absent). */
+interface StateFields {
+  rq: string | undefined;
+  rql: string | undefined;
+  rqo: string | undefined;
+  rqm: string | undefined;
+}
+
+/** The BullMQ scripts whose reply may carry the next job's whole hash (`HGETALL`). */
+const fetchingCommands = new Set(['moveToActive', 'moveToFinished', 'moveToDelayed']);
+
+/** What of BullMQ's queue backend {@link BullWorker} wraps (public in its typings or not). */
+interface WrappedBackend {
+  readonly moveToFinishedKeys: readonly unknown[];
+  execCommand(client: unknown, commandName: string, args: unknown[]): unknown;
+  moveToCompletedArgs(
+    job: Job,
+    returnvalue: unknown,
+    removeOnComplete: unknown,
+    token: string,
+    fetchNext?: boolean,
+  ): unknown[];
+  moveToFinishedArgs(
+    job: Job,
+    val: unknown,
+    propVal: 'returnvalue',
+    shouldRemove: unknown,
+    target: 'completed',
+    token: string,
+    timestamp: number,
+    fetchNext: boolean,
+    fieldsToUpdate: Record<string, string>,
+  ): unknown[];
+}
+
+/**
+ * BullMQ's worker, with three round trips of a retried job folded into BullMQ's
+ * own scripts:
+ *
+ * - **State read with the fetch.** BullMQ's fetch (`moveToActive`, or the
+ *   fetch-next of `moveToFinished`/`moveToDelayed`) replies with the job's
+ *   whole hash, requeue's fields included, but BullMQ keeps only its own. The
+ *   backend's `execCommand` is wrapped to keep requeue's fields of a fetched
+ *   job until `createJob` makes the job, which {@link JobMoves.load} then
+ *   reads instead of an `HMGET`. A job the capture missed is read as before.
+ * - **Success record with the completion.** A completion that changes the
+ *   job's state (a success after retries) passes it as BullMQ's
+ *   `fieldsToUpdate` of `moveToFinished`, which writes it after checking the
+ *   lock, in the same script: no separate fenced write first.
+ * - **Next job with the retry.** requeue's move to delayed takes the next job
+ *   in the same script (BullMQ's `fetchNext` of `moveToDelayed`) when BullMQ
+ *   would fetch one after this job (the test of its `fetchNextCallback`, on
+ *   its `mainLoopQueue`), and `handleFailed` hands it to BullMQ's loop as
+ *   BullMQ's own `moveToFailed` would, instead of a separate `moveToActive`.
+ */
+export class BullWorker extends Worker {
+  /** requeue's fields of jobs fetched, by id, until `createJob` takes them (microseconds). */
+  private readonly captured = new Map<string, StateFields>();
+  /** requeue's fields of the jobs this worker made. */
+  private readonly fetched = new WeakMap<Job, StateFields>();
+  /** The serialised state to complete a job with. */
+  private readonly finalState = new WeakMap<Job, string>();
+  /** The next job, taken by the move of this one (BullMQ's reply: `[job, id, limit delay, delay until]`). */
+  private readonly nextOf = new WeakMap<Job, unknown[]>();
+
+  constructor(name: string, processor: Processor | null, opts: BullWorkerOptions) {
+    super(name, processor, opts);
+    const backend = this.backend as unknown as WrappedBackend;
+    const exec = backend.execCommand.bind(backend);
+    backend.execCommand = (client, commandName, commandArgs) => {
+      const reply = exec(client, commandName, commandArgs);
+      if (!fetchingCommands.has(commandName)) return reply;
+      return (reply as Promise<unknown>).then((raw) => {
+        this.capture(raw);
+        return raw;
+      });
+    };
+    const completedArgs = backend.moveToCompletedArgs.bind(backend);
+    backend.moveToCompletedArgs = (
+      job,
+      returnvalue,
+      removeOnComplete,
+      token,
+      fetchNext = false,
+    ) => {
+      const args = completedArgs(job, returnvalue, removeOnComplete, token, fetchNext);
+      const rq = this.finalState.get(job);
+      if (rq === undefined) return args;
+      // The same arguments with `fieldsToUpdate`, at the finish time BullMQ chose (ARGV[2]).
+      const finishedOn = args[backend.moveToFinishedKeys.length + 1] as number;
+      return backend.moveToFinishedArgs(
+        job,
+        returnvalue,
+        'returnvalue',
+        removeOnComplete,
+        'completed',
+        token,
+        finishedOn,
+        fetchNext,
+        { rq },
+      );
+    };
+  }
+
+  protected override createJob(data: JobJson, jobId: string): Job {
+    const job = super.createJob(data, jobId);
+    const fields = this.captured.get(jobId);
+    if (fields !== undefined) {
+      this.captured.delete(jobId);
+      this.fetched.set(job, fields);
+    }
+    return job;
+  }
+
+  protected override handleFailed(
+    err: Error,
+    job: Job,
+    token: string,
+    fetchNextCallback?: () => boolean,
+    span?: Parameters<Worker['handleFailed']>[4],
+  ): Promise<Job> {
+    const next = this.nextOf.get(job);
+    if (next === undefined) return super.handleFailed(err, job, token, fetchNextCallback, span);
+    this.nextOf.delete(job);
+    const [jobData, jobId, limitDelay, delayUntil] = next as [JobJson, string, number, number];
+    (this as unknown as { updateDelays(limit?: number, until?: number): void }).updateDelays(
+      limitDelay,
+      delayUntil,
+    );
+    return this.nextJobFromJobData(jobData, jobId, token);
+  }
+
+  /**
+   * BullMQ's move to delayed (fenced by the lock), taking the next job in the
+   * same script when BullMQ would fetch one after this job.
+   */
+  async moveToDelayed(
+    job: Job,
+    token: string,
+    timestamp: number,
+    delayMs: number,
+    opts: { skipAttempt: boolean; fieldsToUpdate: Record<string, string | number> },
+  ): Promise<void> {
+    // BullMQ's own test (its `fetchNextCallback`): its loop holds no more jobs than its concurrency.
+    const loop = (this as unknown as { mainLoopQueue: { numTotal(): number } | null })
+      .mainLoopQueue;
+    const fetchNext =
+      loop !== null && loop.numTotal() <= this.concurrency && !(this.closing || this.paused);
+    const next = await this.backend.moveToDelayed(String(job.id), timestamp, delayMs, token, {
+      skipAttempt: opts.skipAttempt,
+      fieldsToUpdate: opts.fieldsToUpdate,
+      fetchNext,
+    });
+    if (fetchNext && Array.isArray(next) && next.length > 0) this.nextOf.set(job, next);
+  }
+
+  /** requeue's fields as the fetch of `job` read them, or `undefined` when not captured. */
+  fetchedState(job: Job): StateFields | undefined {
+    return this.fetched.get(job);
+  }
+
+  /** Has BullMQ's completion of `job` write `rq` in the same script. */
+  completeWithState(job: Job, rq: string): void {
+    this.finalState.set(job, rq);
+  }
+
+  /** Keeps requeue's fields of a fetched job (`[hash as a flat array, id, …]`). */
+  private capture(raw: unknown): void {
+    if (!Array.isArray(raw) || !Array.isArray(raw[0])) return;
+    const fields = stateFieldsOf(raw[0] as unknown[]);
+    if (fields === undefined) {
+      // Never leave an older reply's fields for this id (one that did not become a job).
+      if (this.captured.size !== 0) this.captured.delete(String(raw[1]));
+      return;
+    }
+    // Taken by `createJob` at once; a reply that never became a job must not pile up.
+    if (this.captured.size >= 10_000) this.captured.clear();
+    this.captured.set(String(raw[1]), fields);
+  }
+}
+
+/** requeue's fields in a job hash given as `[field, value, …]`, or `undefined` when it has none. */
+export function stateFieldsOf(flat: readonly unknown[]): StateFields | undefined {
+  let fields: StateFields | undefined;
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const name = flat[i];
+    if (name !== 'rq' && name !== 'rql' && name !== 'rqo' && name !== 'rqm') continue;
+    fields ??= { rq: undefined, rql: undefined, rqo: undefined, rqm: undefined };
+    fields[name] = String(flat[i + 1]);
+  }
+  return fields;
+}
+
 /** Moves of one queue's jobs, fenced by the job's lock. */
 export class JobMoves {
   readonly keys: BullKeys;
@@ -75,7 +276,7 @@ export class JobMoves {
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly worker: Worker,
+    private readonly worker: BullWorker,
     readonly queue: string,
   ) {
     this.keys = bullKeys(queue, worker.opts.prefix ?? 'bull');
@@ -91,7 +292,10 @@ export class JobMoves {
   async load(job: Job, token: string): Promise<StoredState> {
     if (!mayHaveState(job)) return { state: undefined, life: 0, lifeOffset: 0 };
     const key = this.jobKey(job.id!);
-    const [rq, life, offset, made] = await this.redis.hmget(key, 'rq', 'rql', 'rqo', 'rqm');
+    const fields = this.worker.fetchedState(job);
+    const [rq, life, offset, made] = fields
+      ? [fields.rq, fields.rql, fields.rqo, fields.rqm]
+      : await this.redis.hmget(key, 'rq', 'rql', 'rqo', 'rqm');
     const state = parseJobState(rq);
     if (!completedBefore(job.attemptsMade, made, state))
       return { state, life: Number(life ?? 0), lifeOffset: Number(offset ?? 0) };
@@ -119,32 +323,22 @@ export class JobMoves {
     now: number,
     countsAttempt: boolean,
   ): Promise<void> {
-    await this.worker.backend.moveToDelayed(
-      String(job.id),
-      now,
-      Math.max(0, Math.round(delayMs)),
-      token,
-      {
-        skipAttempt: !countsAttempt,
-        // `rqm`: BullMQ's attempts made (`atm`) once this move has counted its own.
-        fieldsToUpdate: {
-          rq: serializeJobState(state),
-          rqm: job.attemptsMade + (countsAttempt ? 1 : 0),
-        },
+    await this.worker.moveToDelayed(job, token, now, Math.max(0, Math.round(delayMs)), {
+      skipAttempt: !countsAttempt,
+      // `rqm`: BullMQ's attempts made (`atm`) once this move has counted its own.
+      fieldsToUpdate: {
+        rq: serializeJobState(state),
+        rqm: job.attemptsMade + (countsAttempt ? 1 : 0),
       },
-    );
+    });
   }
 
-  /** Writes the state while the lock is ours (before BullMQ completes the job). */
-  async writeState(job: Job, token: string, state: JobState): Promise<boolean> {
-    const key = this.jobKey(job.id!);
-    const written = await runScript(
-      this.redis,
-      'setStateIfLocked',
-      [key, `${key}:lock`],
-      [token, serializeJobState(state)],
-    );
-    return written === 1;
+  /**
+   * Has BullMQ's completion of the job (its own fenced move, after the
+   * processor returns) store `state` in the same step.
+   */
+  completeWith(job: Job, state: JobState): void {
+    this.worker.completeWithState(job, serializeJobState(state));
   }
 
   /**

@@ -1,4 +1,4 @@
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import { createLogger, type Logger } from '../config/logger.js';
 import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
@@ -16,7 +16,7 @@ import { DeadLetterQueue } from './dead-letter.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { FetchPause } from './fetch-pause.js';
-import { JobMoves, mayHaveState } from './job-moves.js';
+import { BullWorker, JobMoves, mayHaveState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
@@ -42,7 +42,7 @@ export { queueBreakerKey } from './breaker-gate.js';
  * those parts together and owns the lifecycle.
  */
 export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<WorkerEvents> {
-  readonly bull: Worker;
+  readonly bull: BullWorker;
   readonly dlq: DeadLetterQueue;
   readonly policy: RetryPolicy;
   readonly breakerOptions: BreakerOptions | undefined;
@@ -129,7 +129,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       logger: this.logger,
       onTrim: (removed) => this.safeEmit(this.logger, 'dlq:trimmed', { queue: name, ...removed }),
     });
-    this.bull = new Worker(name, (job, token) => this.process(job, token), {
+    this.bull = new BullWorker(name, (job, token) => this.process(job, token), {
       connection: redis,
       prefix: bullPrefix(name, isCluster(redis), options.prefix),
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),

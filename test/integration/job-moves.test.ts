@@ -7,12 +7,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Queue, Worker, type Job } from 'bullmq';
-import { afterAll, describe, expect, it } from 'vitest';
+import { DelayedError, Job, Queue } from 'bullmq';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { emptyJobState, parseJobState } from '../../src/policy/job-state.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import {
+  BullWorker,
   bullKeys,
   bullmqVersionSupported,
   countDelayedDue,
@@ -29,9 +30,9 @@ const admin = connect();
 afterAll(() => admin.disconnect());
 
 /** A job taken by hand (no processor), with its lock token. */
-async function takeJob(name: string): Promise<{ worker: Worker; job: Job; token: string }> {
+async function takeJob(name: string): Promise<{ worker: BullWorker; job: Job; token: string }> {
   const connection = connect();
-  const worker = new Worker(name, null, { connection, autorun: false, lockDuration: 30_000 });
+  const worker = new BullWorker(name, null, { connection, autorun: false, lockDuration: 30_000 });
   onCleanup(async () => {
     await worker.close(true);
     connection.disconnect();
@@ -87,6 +88,104 @@ describe('BullMQ internals used by job-moves.ts', () => {
     expect(parseJobState(hash.rq)).toMatchObject({ previousDelayMs: 7 });
     expect(hash.atm).toBe('1');
     expect(hash.ats).toBe('1');
+  });
+
+  it('takes a retried job’s state from BullMQ’s fetch: loading it makes no round trip', async () => {
+    const t = setup('fetched');
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    const { worker, job, token } = await takeJob(t.name);
+    const state = { ...emptyJobState(), previousDelayMs: 7 };
+    await new JobMoves(admin, worker, t.name).delay(job, token, state, 0, Date.now(), true);
+    const again = (await worker.getNextJob(token)) as Job;
+    expect(again.id).toBe('j1');
+    expect(worker.fetchedState(again)).toMatchObject({ rqm: '1', rql: undefined });
+    // A client closed for good: any command sent to it would fail.
+    const offline = connect();
+    await offline.ping();
+    offline.disconnect();
+    const stored = await new JobMoves(offline, worker, t.name).load(again, token);
+    expect(stored.state).toMatchObject({ previousDelayMs: 7 });
+    expect(stored.life).toBe(0);
+    // A job the capture did not see is read from Redis, as before.
+    const unseen = (await Job.fromId(t.queue, 'j1'))!;
+    const failed = await new JobMoves(offline, worker, t.name).load(unseen, token).catch((e) => e);
+    expect(failed).toBeInstanceOf(Error);
+    const read = await new JobMoves(admin, worker, t.name).load(unseen, token);
+    expect(read.state).toMatchObject({ previousDelayMs: 7 });
+  });
+
+  it('takes the next job with the retry move: no separate fetch between them', async () => {
+    const t = setup('next');
+    const keys = bullKeys(t.name);
+    const connection = connect();
+    // The scripts the worker's connection sends, in order (its own sendCommand, watched).
+    const scripts: string[] = [];
+    const send = connection.sendCommand.bind(connection);
+    connection.sendCommand = (command, ...rest) => {
+      const [, numKeys, firstKey] = command.args as string[];
+      if (
+        (command.name === 'evalsha' || command.name === 'eval') &&
+        firstKey?.startsWith(keys.prefix)
+      )
+        scripts.push(
+          firstKey === keys.marker
+            ? 'moveToDelayed'
+            : numKeys === '14'
+              ? 'moveToFinished'
+              : 'other',
+        );
+      return send(command, ...rest);
+    };
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    await t.queue.add('x', { n: 2 }, { jobId: 'j2' });
+    const done = new Promise<void>((resolve) => {
+      const worker: BullWorker = new BullWorker(
+        t.name,
+        async (job, token) => {
+          if (job.id === 'j2') {
+            resolve();
+            return 'ok';
+          }
+          const fieldsToUpdate = { rq: JSON.stringify(emptyJobState()), rqm: 1 };
+          await worker.moveToDelayed(job, token!, Date.now(), 60_000, {
+            skipAttempt: false,
+            fieldsToUpdate,
+          });
+          throw new DelayedError('moved');
+        },
+        { connection, concurrency: 1 },
+      );
+      onCleanup(async () => {
+        await worker.close(true);
+        connection.disconnect();
+      });
+    });
+    await done;
+    await vi.waitFor(() => expect(scripts).toContain('moveToFinished'));
+    const moved = scripts.indexOf('moveToDelayed');
+    expect(moved).toBeGreaterThan(-1);
+    expect(scripts.slice(moved + 1, scripts.indexOf('moveToFinished'))).toEqual([]);
+    expect(await t.queue.getJobState('j1')).toBe('delayed');
+  });
+
+  it('completes a job with its state written in the same step, only while the lock is ours', async () => {
+    const t = setup('complete');
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    await t.queue.add('x', { n: 2 }, { jobId: 'j2' });
+    const { worker, job, token } = await takeJob(t.name);
+    const moves = new JobMoves(admin, worker, t.name);
+    moves.completeWith(job, { ...emptyJobState(), previousDelayMs: 9 });
+    await job.moveToCompleted('done', token, false);
+    expect(await t.queue.getJobState(String(job.id))).toBe('completed');
+    const hash = await admin.hgetall(`${bullKeys(t.name).prefix}${String(job.id)}`);
+    expect(parseJobState(hash.rq)).toMatchObject({ previousDelayMs: 9 });
+    expect(hash.returnvalue).toBe('"done"');
+
+    const other = (await worker.getNextJob(token)) as Job;
+    moves.completeWith(other, { ...emptyJobState(), previousDelayMs: 11 });
+    await expect(other.moveToCompleted('x', 'a-token-that-expired', false)).rejects.toThrow();
+    expect(await t.queue.getJobState(String(other.id))).toBe('active');
+    expect(await admin.hget(`${bullKeys(t.name).prefix}${String(other.id)}`, 'rq')).toBeNull();
   });
 
   it('refuses to delay or dead-letter a job whose lock is someone else’s', async () => {
