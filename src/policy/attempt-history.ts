@@ -19,8 +19,10 @@ export function attemptOf(attemptsStarted: number, lifeOffset: number, state: Jo
 
 /** Records of the current life that ran the handler (or were meant to). */
 function attemptsRecorded(state: JobState): number {
-  return state.history.filter((r) => (r.replay ?? 0) === state.life && r.outcome !== 'deferred')
-    .length;
+  let recorded = 0;
+  for (const r of state.history)
+    if ((r.replay ?? 0) === state.life && r.outcome !== 'deferred') recorded += 1;
+  return recorded;
 }
 
 /**

@@ -124,13 +124,16 @@ export function parseJobState(raw: string | null | undefined): JobState | undefi
   }
 }
 
+/** The meta of a job that has none (shared: meta is only read). */
+const noMeta: JobMeta = Object.freeze({});
+
 /** Reads requeue's meta from a job's options; unknown shapes are ignored. */
 export function readJobMeta(opts: unknown): JobMeta {
   const rq = (opts as { rq?: unknown } | undefined)?.rq;
-  if (rq === undefined) return {};
+  if (rq === undefined) return noMeta;
   if (isPlainMeta(rq)) return rq;
   const parsed = jobMetaSchema.safeParse(rq);
-  return parsed.success ? parsed.data : {};
+  return parsed.success ? parsed.data : noMeta;
 }
 
 /**

@@ -198,15 +198,15 @@ export class AttemptTimeoutError extends Error {
 /**
  * Runs one attempt of a job and says what became of it. Whatever the handler
  * does — returns anything, throws anything, hangs — the answer is an
- * {@link AttemptOutcome}; the only rejections are requeue's own I/O failing
- * (the breaker or budget in Redis), which the worker leaves to stalled
- * recovery.
+ * {@link AttemptOutcome}; the only failures (a throw or a rejection) are
+ * requeue's own I/O failing (the breaker or budget in Redis) or a per-job
+ * option function throwing, which the worker leaves to stalled recovery.
  */
-export async function runAttempt<T>(
+export function runAttempt<T>(
   ctx: AttemptContext<T>,
   job: Job,
   stored: StoredState,
-): Promise<Attempt> {
+): Attempt | Promise<Attempt> {
   const meta = readJobMeta(job.opts);
   const life = stored.life;
   let state = stateForLife(stored.state, life);
@@ -247,68 +247,61 @@ export async function runAttempt<T>(
   }
 
   const handle = new AttemptHandle<T>(ctx, job, data, meta, attempt, life, state.history);
-  const abortable = (): AbortController => handle.abortable();
-  const onClosing = (): void => handle.forget();
-  /** Puts the job back without running it: no attempt used, bounded by `maxDeferrals`. */
-  const defer = (key: string, retryAt: number, reason: DeferralReason): Attempt => {
-    const why = { breaker: 'the circuit of', pause: 'pause', bulkhead: 'the bulkhead of' }[reason];
-    onClosing();
-    if (state.deferrals + 1 > ctx.maxDeferrals) {
-      const message = `${why} ${key} held the job back through ${ctx.maxDeferrals} deferrals`;
-      return {
-        attempt: base.attempt,
-        meta: base.meta,
-        life: base.life,
-        kind: 'dead',
-        death: dying('max-deferrals', message, attempt - 1, now),
-        state,
-      };
-    }
-    const deferred = recordDeferral(state, { attempt, key, retryAt, now, reason });
+  const key = ctx.keyOf(handle);
+  const admitted: Admitted<T> = { base, state, stalls: stalls.stalls, policy, key, handle, now };
+  if (key === undefined) return admitAndRun(ctx, admitted);
+  const paused = ctx.keys.pausedUntil(key);
+  if (paused !== undefined)
+    return deferAttempt(
+      ctx,
+      admitted,
+      key,
+      deferredUntil({ reason: 'pause', notBefore: paused, random: ctx.random }),
+      'pause',
+    );
+  if (!ctx.keys.enter(key, ctx.keyConcurrency(handle))) {
+    const consecutive = consecutiveDeferrals(state);
+    const retryAt = deferredUntil({ reason: 'bulkhead', now, consecutive, random: ctx.random });
+    return deferAttempt(ctx, admitted, key, retryAt, 'bulkhead');
+  }
+  // Not an async function: no extra promise and frame on the path every job takes.
+  return admitAndRun(ctx, admitted).finally(() => ctx.keys.leave(key));
+}
+
+/** Puts the job back without running it: no attempt used, bounded by `maxDeferrals`. */
+function deferAttempt<T>(
+  ctx: AttemptContext<T>,
+  a: Admitted<T>,
+  key: string,
+  retryAt: number,
+  reason: DeferralReason,
+): Attempt {
+  const why = { breaker: 'the circuit of', pause: 'pause', bulkhead: 'the bulkhead of' }[reason];
+  const { base, state, now } = a;
+  const { attempt } = base;
+  a.handle.forget();
+  if (state.deferrals + 1 > ctx.maxDeferrals) {
+    const message = `${why} ${key} held the job back through ${ctx.maxDeferrals} deferrals`;
     return {
       attempt: base.attempt,
       meta: base.meta,
       life: base.life,
-      kind: 'deferred',
-      retryAt,
-      key,
-      reason,
-      state: deferred,
-    };
-  };
-
-  const key = ctx.keyOf(handle);
-  if (key !== undefined) {
-    const paused = ctx.keys.pausedUntil(key);
-    if (paused !== undefined)
-      return defer(
-        key,
-        deferredUntil({ reason: 'pause', notBefore: paused, random: ctx.random }),
-        'pause',
-      );
-    if (!ctx.keys.enter(key, ctx.keyConcurrency(handle))) {
-      const consecutive = consecutiveDeferrals(state);
-      const retryAt = deferredUntil({ reason: 'bulkhead', now, consecutive, random: ctx.random });
-      return defer(key, retryAt, 'bulkhead');
-    }
-  }
-  try {
-    return await admitAndRun(ctx, {
-      base,
+      kind: 'dead',
+      death: dying('max-deferrals', message, attempt - 1, now),
       state,
-      stalls: stalls.stalls,
-      policy,
-      key,
-      handle,
-      abortable,
-      onClosing,
-      defer,
-      details: () => AttemptHandle.detailsOf(handle),
-      pauseUntil: () => AttemptHandle.pauseUntilOf(handle),
-    });
-  } finally {
-    if (key !== undefined) ctx.keys.leave(key);
+    };
   }
+  const deferred = recordDeferral(state, { attempt, key, retryAt, now, reason });
+  return {
+    attempt: base.attempt,
+    meta: base.meta,
+    life: base.life,
+    kind: 'deferred',
+    retryAt,
+    key,
+    reason,
+    state: deferred,
+  };
 }
 
 /** One attempt past its key's pause and bulkhead: what {@link admitAndRun} works on. */
@@ -318,12 +311,9 @@ interface Admitted<T> {
   stalls: number;
   policy: RetryPolicy;
   key: string | undefined;
-  handle: RequeueJob<T>;
-  abortable: () => AbortController;
-  onClosing: () => void;
-  defer: (key: string, retryAt: number, reason: DeferralReason) => Attempt;
-  details: () => Record<string, unknown> | undefined;
-  pauseUntil: () => number | undefined;
+  handle: AttemptHandle<T>;
+  /** When the attempt began (before the handler ran). */
+  now: number;
 }
 
 /** The breaker's say, then the handler, then the decision. */
@@ -343,7 +333,7 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
         notBefore: admission.retryAt,
         random: ctx.random,
       });
-      return a.defer(breakerKey, retryAt, 'breaker');
+      return deferAttempt(ctx, a, breakerKey, retryAt, 'breaker');
     }
     if (admission.kind === 'probe') probeId = admission.probeId;
   }
@@ -358,11 +348,11 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
       settled = { ok: false, error };
     }
   } else {
-    settled = await runHandler(ctx, handle, a.abortable, ctx.attemptTimeoutMs);
+    settled = await runHandler(ctx, handle, () => handle.abortable(), ctx.attemptTimeoutMs);
   }
-  a.onClosing();
+  handle.forget();
   const finishedAt = ctx.clock.now();
-  const details = a.details();
+  const details = AttemptHandle.detailsOf(handle);
 
   if (settled.ok) {
     if (breakerKey !== undefined)
@@ -370,7 +360,7 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
         .outcome(breakerKey, true, probeId)
         ?.catch((err) => ctx.logger.warn({ err }, 'breaker'));
     if (ctx.budget) ctx.gate.settle(successRefund(ctx.budget, attempt, state.lastRetryCost));
-    const askedPause = a.pauseUntil();
+    const askedPause = AttemptHandle.pauseUntilOf(handle);
     if (askedPause !== undefined) await applyPause(ctx, key, askedPause);
     // The successful attempt joins the history when there is a history to
     // join, or details to keep; a first-time success with nothing to say
@@ -404,7 +394,7 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
     serverDelayMs !== undefined && (status === 429 || status === 503)
       ? finishedAt + serverDelayMs
       : undefined;
-  const pauseUntil = Math.max(a.pauseUntil() ?? 0, askedToWait ?? 0);
+  const pauseUntil = Math.max(AttemptHandle.pauseUntilOf(handle) ?? 0, askedToWait ?? 0);
   if (pauseUntil > 0) await applyPause(ctx, key, pauseUntil);
   if (breakerKey !== undefined) {
     // Only failures that speak of the dependency's health count: not a
