@@ -13,9 +13,11 @@ import { runScript } from '../redis/scripts.js';
 /**
  * The one module that knows BullMQ's insides: its key layout (`bull:<queue>:…`,
  * a job hash per id, `<job>:lock`), the fields of a job hash, its queue
- * backend's `moveToDelayed` and `moveToFinishedArgs` with `fieldsToUpdate`,
- * its `execCommand` and the worker's `createJob` (see {@link BullWorker}).
- * Everything else moves jobs through the functions here.
+ * backend's `moveToDelayed` (with `fieldsToUpdate` and `fetchNext`),
+ * `moveToFinishedArgs` (with `fieldsToUpdate`) and `execCommand`, and the
+ * worker's `createJob`, `handleFailed`, `updateDelays` and `mainLoopQueue`
+ * (see {@link BullWorker}). Everything else moves jobs through the functions
+ * here.
  * `test/integration/job-moves.test.ts` fails loudly if a BullMQ upgrade
  * changes any of it.
  */

@@ -2,8 +2,9 @@
  * `src/scheduler/job-moves.ts` is the one module that knows BullMQ's insides.
  * These tests fail loudly when a BullMQ upgrade changes what it relies on:
  * the version, the key layout, the job hash's fields, the queue backend's
- * `moveToDelayed` with `fieldsToUpdate`, and that the moves are fenced by the
- * job's lock.
+ * `moveToDelayed` with `fieldsToUpdate` and `fetchNext`, the state and the
+ * next job that `BullWorker` takes from BullMQ's own scripts, and that the
+ * moves are fenced by the job's lock.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
