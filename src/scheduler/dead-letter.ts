@@ -334,26 +334,15 @@ export class DeadLetterQueue {
     offset: number,
     limit: number,
   ): Promise<string[]> {
-    const raw = await this.redis.zrevrangebyscore(
-      this.keys.dead,
-      max,
-      min,
-      'WITHSCORES',
-      'LIMIT',
-      offset,
-      limit,
-    );
+    // One read-only script: read in steps, a death landing between them shifted the page.
+    const [raw, above, firstGroup, lastGroup] = await runScript<
+      [string[], number, string[], string[]]
+    >(this.redis, 'deadPage', [this.keys.dead], [max, min, offset, limit]);
     if (raw.length === 0) return [];
     const scoreOf = new Map<string, number>();
     for (let i = 0; i < raw.length; i += 2) scoreOf.set(raw[i]!, Number(raw[i + 1]));
     const first = raw[1]!;
     const last = raw[raw.length - 1]!;
-    const [above, firstGroup, lastGroup] = await Promise.all([
-      // How many deaths of the range come before the first millisecond of the page.
-      this.redis.zcount(this.keys.dead, `(${first}`, max),
-      this.redis.zrangebyscore(this.keys.dead, first, first),
-      first === last ? [] : this.redis.zrangebyscore(this.keys.dead, last, last),
-    ]);
     for (const id of firstGroup) scoreOf.set(id, Number(first));
     for (const id of lastGroup) scoreOf.set(id, Number(last));
     const ordered = await this.byDeathOrder([...scoreOf.keys()], scoreOf);

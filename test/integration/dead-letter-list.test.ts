@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { seedDead } from '../harness/dlq.js';
-import { cleanQueue, connect, uniqueQueueName } from '../harness/redis.js';
+import { cleanQueue, connect, startRedisServer, uniqueQueueName } from '../harness/redis.js';
 
 const redis = connect();
 afterAll(() => redis.disconnect());
@@ -140,3 +140,57 @@ describe('deaths in the same millisecond', () => {
     expect(ids(await dlq.list({}, { offset: 997, limit: 6 }))).toEqual(whole.slice(997, 1_003));
   }, 60_000);
 });
+
+describe('listing while jobs die', () => {
+  it('a death landing between the page read and its count dropped records the list had read', async () => {
+    // A Redis of its own: the deaths below would flood the MONITOR of the tests beside it.
+    const server = await startRedisServer({ appendonly: false });
+    onCleanup(() => server.kill());
+    const reader = connect(server.url);
+    onCleanup(() => reader.disconnect());
+    const name = uniqueQueueName('dlq-race');
+    for (let i = 1; i <= 5; i += 1) await seedDeadOn(reader, name, `old${i}`, i * 1000);
+    const dlq = new DeadLetterQueue(name, { connection: reader });
+    onCleanup(() => dlq.close());
+    // Newer deaths keep landing, from another connection, while the list is read.
+    const writer = connect(server.url);
+    onCleanup(() => writer.disconnect());
+    let dying = true;
+    let n = 0;
+    const deaths = (async () => {
+      while (dying) {
+        n += 1;
+        await seedDeadOn(writer, name, `new${n}`, 1_000_000 + n);
+      }
+    })();
+    const missing: string[][] = [];
+    try {
+      for (let round = 0; round < 200 && missing.length === 0; round += 1) {
+        const ids = new Set((await dlq.list({}, { offset: 0, limit: 100_000 })).map((r) => r.id));
+        const lost = [1, 2, 3, 4, 5].map((i) => `old${i}`).filter((id) => !ids.has(id));
+        if (lost.length > 0) missing.push(lost);
+      }
+    } finally {
+      dying = false;
+      await deaths;
+    }
+    expect(n).toBeGreaterThan(0);
+    expect(missing).toEqual([]);
+  });
+});
+
+function seedDeadOn(client: typeof redis, name: string, id: string, deadAt: number) {
+  return seedDead(client, {
+    source: name,
+    id,
+    name: 'job',
+    data: {},
+    opts: {},
+    reason: 'max-attempts',
+    message: 'm',
+    attempts: 1,
+    history: [],
+    deadAt,
+    replays: 0,
+  });
+}
