@@ -8,6 +8,8 @@ import {
   uniqueQueueName,
 } from '../harness/redis.js';
 import { Redis } from 'ioredis';
+import { parseMonitorLine, writesDuring } from '../harness/monitor.js';
+import { onCleanup } from '../harness/cleanup.js';
 
 describe('the Redis harness', () => {
   const redis = connect();
@@ -66,3 +68,34 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise
   }
   throw new Error('condition not met in time');
 }
+
+describe('the MONITOR harness', () => {
+  it('reads a monitored command back as Redis received it', () => {
+    expect(
+      parseMonitorLine('+1795401610.747748 [0 127.0.0.1:47900] "incr" "requeue:{q}:dead-seq"'),
+    ).toEqual(['incr', 'requeue:{q}:dead-seq']);
+    expect(parseMonitorLine('+1.5 [0 lua] "hset" "k" "a \\"b\\" \\\\ \\x01\\n" ""')).toEqual([
+      'hset',
+      'k',
+      'a "b" \\ \x01\n',
+      '',
+    ]);
+    expect(parseMonitorLine('+OK')).toBeUndefined();
+  });
+
+  it('sees a write, sent directly or from inside a script, and not a read', async () => {
+    const client = connect();
+    onCleanup(() => client.disconnect());
+    const name = uniqueQueueName('monitor');
+    onCleanup(() => client.del(`${name}:a`, `${name}:b`).then(() => undefined));
+    const writes = await writesDuring(client, name, async () => {
+      await client.set(`${name}:a`, '1');
+      await client.eval("return redis.call('set', KEYS[1], '2')", 1, `${name}:b`);
+      await client.get(`${name}:a`);
+    });
+    expect(writes).toEqual([
+      ['set', `${name}:a`, '1'],
+      ['set', `${name}:b`, '2'],
+    ]);
+  });
+});
