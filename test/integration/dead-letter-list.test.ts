@@ -9,19 +9,7 @@ afterAll(() => redis.disconnect());
 
 /** Seeds one dead job of `name` that died at `deadAt`. */
 function seedAt(name: string, id: string, deadAt: number, data: unknown = {}): Promise<unknown> {
-  return seedDead(redis, {
-    source: name,
-    id,
-    name: 'job',
-    data,
-    opts: {},
-    reason: 'max-attempts',
-    message: 'm',
-    attempts: 1,
-    history: [],
-    deadAt,
-    replays: 0,
-  });
+  return seedDeadOn(redis, name, id, deadAt, data);
 }
 
 /**
@@ -179,12 +167,18 @@ describe('listing while jobs die', () => {
   });
 });
 
-function seedDeadOn(client: typeof redis, name: string, id: string, deadAt: number) {
+function seedDeadOn(
+  client: typeof redis,
+  name: string,
+  id: string,
+  deadAt: number,
+  data: unknown = {},
+): Promise<unknown> {
   return seedDead(client, {
     source: name,
     id,
     name: 'job',
-    data: {},
+    data,
     opts: {},
     reason: 'max-attempts',
     message: 'm',
