@@ -260,7 +260,7 @@ export class BullWorker extends Worker {
 }
 
 /** requeue's fields in a job hash given as `[field, value, …]`, or `undefined` when it has none. */
-export function stateFieldsOf(flat: readonly unknown[]): StateFields | undefined {
+function stateFieldsOf(flat: readonly unknown[]): StateFields | undefined {
   let fields: StateFields | undefined;
   for (let i = 0; i + 1 < flat.length; i += 2) {
     const name = flat[i];
