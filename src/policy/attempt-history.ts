@@ -27,15 +27,13 @@ function attemptsRecorded(state: JobState): number {
 
 /**
  * Adds a `stalled` record for each attempt before `attempt` that left no
- * record: its worker died during it.
+ * record: its worker died during it. Returns `state` itself when there are
+ * none (the history's growth is the count of stalls).
  */
-export function recordStalls(
-  state: JobState,
-  attempt: number,
-  now: number,
-): { state: JobState; stalls: number } {
+export function recordStalls(state: JobState, attempt: number, now: number): JobState {
+  if (attempt <= 1) return state; // a first attempt: nothing came before it
   const first = attemptsRecorded(state) + 1;
-  if (first >= attempt) return { state, stalls: 0 };
+  if (first >= attempt) return state;
   const stalls: AttemptRecord[] = [];
   for (let missing = first; missing < attempt; missing += 1) {
     stalls.push({
@@ -47,10 +45,7 @@ export function recordStalls(
       error: { class: 'Stalled', message: 'the worker stopped during this attempt' },
     });
   }
-  return {
-    state: changeState(state, { history: [...state.history, ...stalls] }),
-    stalls: stalls.length,
-  };
+  return changeState(state, { history: [...state.history, ...stalls] });
 }
 
 /** What holds a job back without running it: its circuit, its key's pause, its key's bulkhead. */

@@ -71,6 +71,17 @@ export function emptyJobState(life = 0): JobState {
 }
 
 /**
+ * The state of every job on its first attempt, shared: states are never
+ * changed in place (see {@link changeState}), and frozen, this one cannot be.
+ */
+const firstLifeState: JobState = Object.freeze({
+  v: 1 as const,
+  history: Object.freeze([]) as unknown as JobState['history'],
+  life: 0,
+  deferrals: 0,
+});
+
+/**
  * `state` with `changes` applied, built field by field. On Node 20, a copy
  * that adds a field the original lacks (`{ ...state, firstFailedAt }`) costs
  * microseconds: V8 gives each such copy a hidden class of its own. Every
@@ -98,7 +109,7 @@ export function changeState(state: JobState, changes: Partial<JobState>): JobSta
  * keeps only its history (replay gives fresh attempts, a fresh time window).
  */
 export function stateForLife(stored: JobState | undefined, life: number): JobState {
-  if (!stored) return emptyJobState(life);
+  if (!stored) return life === 0 ? firstLifeState : emptyJobState(life);
   if (stored.life === life) return stored;
   return changeState(emptyJobState(life), { history: stored.history });
 }

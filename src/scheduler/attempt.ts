@@ -97,6 +97,17 @@ export interface AttemptContext<T> {
    * interrupted): its due time and now, for the lateness metric.
    */
   readonly onReturn: (job: Job, attempt: number, scheduledAt: number, startedAt: number) => void;
+  /**
+   * Applies an attempt's outcome: what it returns (or the promise of it) is
+   * what BullMQ's processor returns. Must not throw synchronously.
+   */
+  readonly apply: (job: Job, token: string, attempt: Attempt) => unknown;
+  /**
+   * What to throw when requeue's own I/O failed (Redis) or a per-job option
+   * function threw: the job stays active and comes back through stalled
+   * recovery.
+   */
+  readonly leave: (err: unknown, job: Job) => Error;
 }
 
 /** An outcome with what the worker needs to announce it. */
@@ -196,26 +207,47 @@ export class AttemptTimeoutError extends Error {
 }
 
 /**
- * Runs one attempt of a job and says what became of it. Whatever the handler
- * does — returns anything, throws anything, hangs — the answer is an
- * {@link AttemptOutcome}; the only failures (a throw or a rejection) are
- * requeue's own I/O failing (the breaker or budget in Redis) or a per-job
- * option function throwing, which the worker leaves to stalled recovery.
+ * Runs one attempt of a job and applies what became of it (`ctx.apply`);
+ * returns what BullMQ's processor returns. Whatever the handler does —
+ * returns anything, throws anything, hangs — its outcome is an
+ * {@link AttemptOutcome}; the only other failures are requeue's own I/O
+ * failing (the breaker or budget in Redis) or a per-job option function
+ * throwing, which are thrown as `ctx.leave` makes them (the job is left to
+ * stalled recovery).
+ *
+ * A job that completes runs in one async frame (`admitAndRun`), from the
+ * handler's call to BullMQ's completion: every frame and object on this path
+ * is paid by every job (`bench/RESULTS.md`).
  */
 export function runAttempt<T>(
   ctx: AttemptContext<T>,
   job: Job,
+  token: string,
   stored: StoredState,
-): Attempt | Promise<Attempt> {
+): unknown {
+  let admitted: Admitted<T> | Attempt;
+  try {
+    admitted = admit(ctx, job, stored);
+  } catch (err) {
+    throw ctx.leave(err, job);
+  }
+  if (admitted instanceof Admitted) return admitAndRun(ctx, admitted, token);
+  return ctx.apply(job, token, admitted);
+}
+
+/**
+ * Reads the job and admits the attempt past its key's pause and bulkhead, or
+ * says why it does not run (an {@link Attempt} already decided).
+ */
+function admit<T>(ctx: AttemptContext<T>, job: Job, stored: StoredState): Admitted<T> | Attempt {
   const meta = readJobMeta(job.opts);
   const life = stored.life;
-  let state = stateForLife(stored.state, life);
-  const attempt = attemptOf(job.attemptsStarted, stored.lifeOffset, state);
-  const base = { attempt, meta, life };
+  const lifeState = stateForLife(stored.state, life);
+  const attempt = attemptOf(job.attemptsStarted, stored.lifeOffset, lifeState);
   const now = ctx.clock.now();
-  const stalls = recordStalls(state, attempt, now);
-  state = stalls.state;
-  if (stalls.stalls === 0 && state.history.length > 0) {
+  const state = recordStalls(lifeState, attempt, now);
+  const stalls = state.history.length - lifeState.history.length;
+  if (stalls === 0 && state.history.length > 0) {
     // A retry or deferral of this life coming back: its record says when it was due.
     const last = state.history[state.history.length - 1]!;
     if (last.retryAt !== undefined && (last.replay ?? 0) === life)
@@ -226,7 +258,7 @@ export function runAttempt<T>(
   if (attempt > policy.maxAttempts) {
     // Earlier attempts died with their worker; this one would exceed the limit.
     const death = dying('max-attempts', 'worker died during the last attempt', attempt - 1, now);
-    return { attempt: base.attempt, meta: base.meta, life: base.life, kind: 'dead', death, state };
+    return { attempt, meta, life, kind: 'dead', death, state };
   }
 
   let data = job.data as T;
@@ -234,22 +266,16 @@ export function runAttempt<T>(
     const parsed = ctx.schema.safeParse(job.data);
     if (!parsed.success) {
       const message = formatZodError(parsed.error, 'data');
-      return {
-        attempt: base.attempt,
-        meta: base.meta,
-        life: base.life,
-        kind: 'dead',
-        death: dying('invalid-payload', message, attempt, now),
-        state,
-      };
+      const death = dying('invalid-payload', message, attempt, now);
+      return { attempt, meta, life, kind: 'dead', death, state };
     }
     data = parsed.data;
   }
 
   const handle = new AttemptHandle<T>(ctx, job, data, meta, attempt, life, state.history);
   const key = ctx.keyOf(handle);
-  const admitted: Admitted<T> = { base, state, stalls: stalls.stalls, policy, key, handle, now };
-  if (key === undefined) return admitAndRun(ctx, admitted);
+  const admitted = new Admitted(attempt, meta, life, state, stalls, policy, key, handle, now);
+  if (key === undefined) return admitted;
   const paused = ctx.keys.pausedUntil(key);
   if (paused !== undefined)
     return deferAttempt(
@@ -264,8 +290,8 @@ export function runAttempt<T>(
     const retryAt = deferredUntil({ reason: 'bulkhead', now, consecutive, random: ctx.random });
     return deferAttempt(ctx, admitted, key, retryAt, 'bulkhead');
   }
-  // Not an async function: no extra promise and frame on the path every job takes.
-  return admitAndRun(ctx, admitted).finally(() => ctx.keys.leave(key));
+  admitted.entered = true;
+  return admitted;
 }
 
 /** Puts the job back without running it: no attempt used, bounded by `maxDeferrals`. */
@@ -277,115 +303,169 @@ function deferAttempt<T>(
   reason: DeferralReason,
 ): Attempt {
   const why = { breaker: 'the circuit of', pause: 'pause', bulkhead: 'the bulkhead of' }[reason];
-  const { base, state, now } = a;
-  const { attempt } = base;
+  const { attempt, meta, life, state, now } = a;
   a.handle.forget();
   if (state.deferrals + 1 > ctx.maxDeferrals) {
     const message = `${why} ${key} held the job back through ${ctx.maxDeferrals} deferrals`;
-    return {
-      attempt: base.attempt,
-      meta: base.meta,
-      life: base.life,
-      kind: 'dead',
-      death: dying('max-deferrals', message, attempt - 1, now),
-      state,
-    };
+    const death = dying('max-deferrals', message, attempt - 1, now);
+    return { attempt, meta, life, kind: 'dead', death, state };
   }
   const deferred = recordDeferral(state, { attempt, key, retryAt, now, reason });
-  return {
-    attempt: base.attempt,
-    meta: base.meta,
-    life: base.life,
-    kind: 'deferred',
-    retryAt,
-    key,
-    reason,
-    state: deferred,
-  };
+  return { attempt, meta, life, kind: 'deferred', retryAt, key, reason, state: deferred };
 }
 
-/** One attempt past its key's pause and bulkhead: what {@link admitAndRun} works on. */
-interface Admitted<T> {
-  base: { attempt: number; meta: JobMeta; life: number };
-  state: JobState;
-  stalls: number;
-  policy: RetryPolicy;
-  key: string | undefined;
-  handle: AttemptHandle<T>;
-  /** When the attempt began (before the handler ran). */
-  now: number;
+/**
+ * One attempt past its key's pause and bulkhead: what {@link admitAndRun}
+ * works on. A class: one per job, so its shape is built once.
+ */
+class Admitted<T> {
+  /** The attempt holds a place in its key's bulkhead (to leave when it is over). */
+  entered = false;
+  /** The breaker the attempt answers to, once it let the attempt run. */
+  breakerKey: string | undefined = undefined;
+  /** The breaker's probe this attempt is. */
+  probeId: string | undefined = undefined;
+  /** When the handler was called. */
+  startedAt = 0;
+
+  constructor(
+    readonly attempt: number,
+    readonly meta: JobMeta,
+    readonly life: number,
+    readonly state: JobState,
+    /** Attempts a crash interrupted, recorded now. */
+    readonly stalls: number,
+    readonly policy: RetryPolicy,
+    readonly key: string | undefined,
+    readonly handle: AttemptHandle<T>,
+    /** When the attempt began (before the handler ran). */
+    readonly now: number,
+  ) {}
 }
 
-/** The breaker's say, then the handler, then the decision. */
-async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<Attempt> {
-  const { base, policy, key, handle } = a;
-  const { attempt } = base;
-  const job = handle.bullJob;
-  let state = a.state;
-  const breakerKey = ctx.breakerKeyOf(key);
-  let probeId: string | undefined;
-  if (breakerKey !== undefined) {
-    const checked = ctx.gate.check(breakerKey, () => `${job.id}:${job.attemptsStarted}`);
-    const admission = checked instanceof Promise ? await checked : checked;
-    if (admission.kind === 'reject') {
-      const retryAt = deferredUntil({
-        reason: 'breaker',
-        notBefore: admission.retryAt,
-        random: ctx.random,
-      });
-      return deferAttempt(ctx, a, breakerKey, retryAt, 'breaker');
+/**
+ * The breaker's say, then the handler, then the decision, then `ctx.apply`.
+ * The one async frame a completing job takes: kept small, since an async
+ * function's frame holds every register it has, and every job pays for it.
+ */
+async function admitAndRun<T>(
+  ctx: AttemptContext<T>,
+  a: Admitted<T>,
+  token: string,
+): Promise<unknown> {
+  try {
+    if (ctx.breakerKeyOf(a.key) !== undefined) {
+      const refused = await askBreaker(ctx, a);
+      if (refused !== undefined) return ctx.apply(a.handle.bullJob, token, refused);
     }
-    if (admission.kind === 'probe') probeId = admission.probeId;
+    a.startedAt = ctx.clock.now();
+    let outcome: Attempt | Promise<Attempt>;
+    if (ctx.attemptTimeoutMs !== undefined) outcome = runWithTimeout(ctx, a, ctx.attemptTimeoutMs);
+    else {
+      // Inline (no extra async frame on the path every job takes).
+      let ok = true;
+      let value: unknown;
+      try {
+        value = await ctx.handler(a.handle);
+      } catch (error) {
+        ok = false;
+        value = error;
+      }
+      outcome = ok ? succeeded(ctx, a, value) : failed(ctx, a, value);
+    }
+    // `return` of a promise inside `try` leaves its rejection to the caller,
+    // which `apply` never has (it is not `return await`).
+    return ctx.apply(a.handle.bullJob, token, outcome instanceof Promise ? await outcome : outcome);
+  } catch (err) {
+    throw ctx.leave(err, a.handle.bullJob);
+  } finally {
+    if (a.entered) ctx.keys.leave(a.key!);
   }
+}
 
-  const startedAt = ctx.clock.now();
-  let settled: Settled;
-  if (ctx.attemptTimeoutMs === undefined) {
-    // Inline (no extra async frame on the path every job takes).
-    try {
-      settled = { ok: true, value: await ctx.handler(handle) };
-    } catch (error) {
-      settled = { ok: false, error };
-    }
-  } else {
-    settled = await runHandler(ctx, handle, () => handle.abortable(), ctx.attemptTimeoutMs);
+/** Asks the job's breaker: the deferral when it refuses, nothing when the attempt may run. */
+async function askBreaker<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<Attempt | undefined> {
+  const breakerKey = ctx.breakerKeyOf(a.key)!;
+  const job = a.handle.bullJob;
+  const checked = ctx.gate.check(breakerKey, () => `${job.id}:${job.attemptsStarted}`);
+  const admission = checked instanceof Promise ? await checked : checked;
+  if (admission.kind === 'reject') {
+    const retryAt = deferredUntil({
+      reason: 'breaker',
+      notBefore: admission.retryAt,
+      random: ctx.random,
+    });
+    return deferAttempt(ctx, a, breakerKey, retryAt, 'breaker');
   }
-  handle.forget();
+  a.breakerKey = breakerKey;
+  if (admission.kind === 'probe') a.probeId = admission.probeId;
+  return undefined;
+}
+
+/** Runs the handler with `attemptTimeoutMs` (see {@link runHandler}), then decides. */
+async function runWithTimeout<T>(
+  ctx: AttemptContext<T>,
+  a: Admitted<T>,
+  timeoutMs: number,
+): Promise<Attempt> {
+  const handle = a.handle;
+  const settled = await runHandler(ctx, handle, () => handle.abortable(), timeoutMs);
+  return settled.ok ? succeeded(ctx, a, settled.value) : failed(ctx, a, settled.error);
+}
+
+/** The outcome of an attempt whose handler returned `value`. */
+function succeeded<T>(
+  ctx: AttemptContext<T>,
+  a: Admitted<T>,
+  value: unknown,
+): Attempt | Promise<Attempt> {
   const finishedAt = ctx.clock.now();
+  const { attempt, meta, life, state, handle, breakerKey } = a;
+  handle.forget();
+  if (breakerKey !== undefined)
+    ctx.gate
+      .outcome(breakerKey, true, a.probeId)
+      ?.catch((err) => ctx.logger.warn({ err }, 'breaker'));
+  if (ctx.budget) ctx.gate.settle(successRefund(ctx.budget, attempt, state.lastRetryCost));
   const details = AttemptHandle.detailsOf(handle);
+  // The successful attempt joins the history when there is a history to
+  // join, or details to keep; a first-time success with nothing to say
+  // costs no write.
+  const worthKeeping = details !== undefined || state.history.length > 0;
+  const outcome: Attempt = {
+    attempt,
+    meta,
+    life,
+    kind: 'completed',
+    result: storableResult(value),
+    state: worthKeeping
+      ? recordSuccess(state, {
+          attempt,
+          startedAt: a.startedAt,
+          finishedAt,
+          ...(details ? { details: storableDetails(details)! } : {}),
+        })
+      : state,
+    stateChanged: worthKeeping || a.stalls > 0,
+  };
+  const askedPause = AttemptHandle.pauseUntilOf(handle);
+  if (askedPause === undefined) return outcome;
+  return applyPause(ctx, a.key, askedPause).then(() => outcome);
+}
 
-  if (settled.ok) {
-    if (breakerKey !== undefined)
-      ctx.gate
-        .outcome(breakerKey, true, probeId)
-        ?.catch((err) => ctx.logger.warn({ err }, 'breaker'));
-    if (ctx.budget) ctx.gate.settle(successRefund(ctx.budget, attempt, state.lastRetryCost));
-    const askedPause = AttemptHandle.pauseUntilOf(handle);
-    if (askedPause !== undefined) await applyPause(ctx, key, askedPause);
-    // The successful attempt joins the history when there is a history to
-    // join, or details to keep; a first-time success with nothing to say
-    // costs no write.
-    const worthKeeping = details !== undefined || state.history.length > 0;
-    return {
-      attempt: base.attempt,
-      meta: base.meta,
-      life: base.life,
-      kind: 'completed',
-      result: storableResult(settled.value),
-      state: worthKeeping
-        ? recordSuccess(state, {
-            attempt,
-            startedAt,
-            finishedAt,
-            ...(details ? { details: storableDetails(details)! } : {}),
-          })
-        : state,
-      stateChanged: worthKeeping || a.stalls > 0,
-    };
-  }
-
-  // The handler failed: classify, pause the key if it asked, feed the breaker, decide.
-  const failure = analyse(settled.error, ctx.classify, finishedAt);
+/** The outcome of an attempt whose handler threw (or rejected with) `thrown`. */
+async function failed<T>(
+  ctx: AttemptContext<T>,
+  a: Admitted<T>,
+  thrown: unknown,
+): Promise<Attempt> {
+  const finishedAt = ctx.clock.now();
+  const { attempt, meta, life, policy, key, handle, breakerKey, probeId } = a;
+  handle.forget();
+  let state = a.state;
+  const details = AttemptHandle.detailsOf(handle);
+  // Classify, pause the key if it asked, feed the breaker, decide.
+  const failure = analyse(thrown, ctx.classify, finishedAt);
   const status = failure.error.status;
   const serverDelayMs =
     failure.classification.kind === 'retry' ? failure.classification.retryAfterMs : undefined;
@@ -434,7 +514,7 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
     state,
     {
       attempt,
-      startedAt,
+      startedAt: a.startedAt,
       finishedAt,
       error: failure.error,
       classification: failure.classification.reason,
@@ -445,20 +525,12 @@ async function admitAndRun<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<A
   const extra = budgetExhausted ? { budgetExhausted } : {};
   if (decision.action === 'dead-letter') {
     const death = dying(decision.reason, failure.error.message, attempt, finishedAt);
-    return {
-      attempt: base.attempt,
-      meta: base.meta,
-      life: base.life,
-      ...extra,
-      kind: 'dead',
-      death,
-      state: recorded.state,
-    };
+    return { attempt, meta, life, ...extra, kind: 'dead', death, state: recorded.state };
   }
   return {
-    attempt: base.attempt,
-    meta: base.meta,
-    life: base.life,
+    attempt,
+    meta,
+    life,
     ...extra,
     kind: 'retry',
     delayMs: decision.delayMs,

@@ -143,8 +143,17 @@ export class BullWorker extends Worker {
   /** The next job, taken by the move of this one (BullMQ's reply: `[job, id, limit delay, delay until]`). */
   private readonly nextOf = new WeakMap<Job, unknown[]>();
 
-  constructor(name: string, processor: Processor | null, opts: BullWorkerOptions) {
-    super(name, processor, opts);
+  /**
+   * `processor` may return a value rather than a promise: BullMQ awaits what
+   * it returns (`processJob`), and a synchronous throw there is a failure too.
+   * A processor that is not an async function costs no promise of its own.
+   */
+  constructor(
+    name: string,
+    processor: ((job: Job, token: string | undefined) => unknown) | null,
+    opts: BullWorkerOptions,
+  ) {
+    super(name, processor as Processor, opts);
     const backend = this.backend as unknown as WrappedBackend;
     const exec = backend.execCommand.bind(backend);
     backend.execCommand = (client, commandName, commandArgs) => {

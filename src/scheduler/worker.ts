@@ -16,7 +16,7 @@ import { DeadLetterQueue } from './dead-letter.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { FetchPause } from './fetch-pause.js';
-import { BullWorker, JobMoves, mayHaveState } from './job-moves.js';
+import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
@@ -176,6 +176,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
           scheduledAt,
           startedAt,
         }),
+      apply: (job, token, attempt) => this.apply(job, token, attempt),
+      leave: (err, job) => this.leave(err, job),
     };
     this.applyContext = {
       queue: name,
@@ -264,20 +266,27 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     if (this.owned) this.redis.disconnect();
   }
 
-  private async process(job: Job, token: string | undefined): Promise<unknown> {
+  /** BullMQ's processor: one attempt, its outcome applied (see `runAttempt`). */
+  private process(job: Job, token: string | undefined): unknown {
     if (!token)
       throw new Error('requeue needs a lock token; sandboxed processors are not supported');
-    let attempt: Attempt;
+    // A first attempt has no stored state: no read, and no promise to wait on.
+    if (!mayHaveState(job)) return runAttempt(this.attemptContext, job, token, firstLife);
+    return this.processStored(job, token);
+  }
+
+  private async processStored(job: Job, token: string): Promise<unknown> {
+    let stored: StoredState;
     try {
-      // A first attempt has no stored state: no read, and no promise to wait on.
-      const stored = mayHaveState(job) ? await this.moves.load(job, token) : firstLife;
-      attempt = await runAttempt(this.attemptContext, job, stored);
+      stored = await this.moves.load(job, token);
     } catch (err) {
-      // requeue's own I/O failed (Redis): the job stays active and comes back
-      // through stalled recovery, counted as a stalled attempt.
-      this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
-      throw new DelayedError('left to stalled recovery');
+      throw this.leave(err, job);
     }
+    return runAttempt(this.attemptContext, job, token, stored);
+  }
+
+  /** Applies an attempt's outcome; returns what BullMQ completes the job with. */
+  private apply(job: Job, token: string, attempt: Attempt): unknown {
     if (attempt.kind === 'completed') {
       // For `job:completed`, only where the attempt is not BullMQ's count (a replayed or
       // deferred job): a property added to BullMQ's job costs a shape change per job.
@@ -287,6 +296,16 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       if (!attempt.stateChanged) return attempt.result;
     }
     return applyOutcome(this.applyContext, job, token, attempt);
+  }
+
+  /**
+   * requeue's own I/O failed (Redis), or a per-job option function threw: the
+   * job stays active and comes back through stalled recovery, counted as a
+   * stalled attempt. Returns what the processor throws.
+   */
+  private leave(err: unknown, job: Job): Error {
+    this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
+    return new DelayedError('left to stalled recovery');
   }
 
   /** DLQ retention, at most once a second as jobs die, off the job's path. */
