@@ -1,4 +1,5 @@
 import {
+  raw2NextJobData,
   Worker,
   type Job,
   type JobJson,
@@ -15,6 +16,8 @@ import { runScript } from '../redis/scripts.js';
  * a job hash per id, `<job>:lock`), the fields of a job hash, its queue
  * backend's `moveToDelayed` (with `fieldsToUpdate` and `fetchNext`),
  * `moveToFinishedArgs` (with `fieldsToUpdate`) and `execCommand`, and the
+ * backend's `moveToFinished` (replaced by a copy that sees its reply) and its
+ * helpers `raw2NextJobData` and `finishedErrors`, and the
  * worker's `createJob`, `handleFailed`, `updateDelays` and `mainLoopQueue`
  * (see {@link BullWorker}). Everything else moves jobs through the functions
  * here.
@@ -86,13 +89,20 @@ interface StateFields {
   rqm: string | undefined;
 }
 
-/** The BullMQ scripts whose reply may carry the next job's whole hash (`HGETALL`). */
-const fetchingCommands = new Set(['moveToActive', 'moveToFinished', 'moveToDelayed']);
+/**
+ * The BullMQ scripts whose reply may carry the next job's whole hash
+ * (`HGETALL`), besides `moveToFinished` (see {@link BullWorker}).
+ */
+const fetchingCommands = new Set(['moveToActive', 'moveToDelayed']);
 
 /** What of BullMQ's queue backend {@link BullWorker} wraps (public in its typings or not). */
 interface WrappedBackend {
   readonly moveToFinishedKeys: readonly unknown[];
+  /** The worker; its `client` is the connection BullMQ's commands go through. */
+  readonly queue: { readonly client: Promise<unknown> };
   execCommand(client: unknown, commandName: string, args: unknown[]): unknown;
+  finishedErrors(args: { code: number; jobId: string; command: string; state: string }): Error;
+  moveToFinished(jobId: string, args: unknown[]): Promise<unknown>;
   moveToCompletedArgs(
     job: Job,
     returnvalue: unknown,
@@ -120,8 +130,9 @@ interface WrappedBackend {
  * - **State read with the fetch.** BullMQ's fetch (`moveToActive`, or the
  *   fetch-next of `moveToFinished`/`moveToDelayed`) replies with the job's
  *   whole hash, requeue's fields included, but BullMQ keeps only its own. The
- *   backend's `execCommand` is wrapped to keep requeue's fields of a fetched
- *   job until `createJob` makes the job, which {@link JobMoves.load} then
+ *   backend's `execCommand` (and, for completions, its `moveToFinished`) is
+ *   wrapped to keep requeue's fields of a fetched job until `createJob` makes
+ *   the job, which {@link JobMoves.load} then
  *   reads instead of an `HMGET`. A job the capture missed is read as before.
  * - **Success record with the completion.** A completion that changes the
  *   job's state (a success after retries) passes it as BullMQ's
@@ -163,6 +174,20 @@ export class BullWorker extends Worker {
         this.capture(raw);
         return raw;
       });
+    };
+    // BullMQ's own `moveToFinished` (a completion, and the next job's fetch),
+    // seeing the reply where BullMQ does: every job completes through it, and
+    // a wrapped `execCommand` would cost each one a promise more.
+    backend.moveToFinished = async (jobId, args) => {
+      const client = await backend.queue.client;
+      const result = (await exec(client, 'moveToFinished', args)) as unknown;
+      if ((result as number) < 0) {
+        const code = result as number;
+        throw backend.finishedErrors({ code, jobId, command: 'moveToFinished', state: 'active' });
+      }
+      if (result === undefined) return undefined;
+      this.capture(result);
+      return raw2NextJobData(result as unknown[]);
     };
     const completedArgs = backend.moveToCompletedArgs.bind(backend);
     backend.moveToCompletedArgs = (

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { DelayedError, Job, Queue } from 'bullmq';
+import { DelayedError, Job, Queue, type JobJson } from 'bullmq';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { emptyJobState, parseJobState } from '../../src/policy/job-state.js';
 import { requeueKeys } from '../../src/redis/keys.js';
@@ -184,9 +184,39 @@ describe('BullMQ internals used by job-moves.ts', () => {
 
     const other = (await worker.getNextJob(token)) as Job;
     moves.completeWith(other, { ...emptyJobState(), previousDelayMs: 11 });
-    await expect(other.moveToCompleted('x', 'a-token-that-expired', false)).rejects.toThrow();
+    // BullMQ's own error, from requeue's copy of its moveToFinished.
+    await expect(other.moveToCompleted('x', 'a-token-that-expired', false)).rejects.toThrow(
+      /Lock mismatch for job j2\. Cmd moveToFinished/,
+    );
     expect(await t.queue.getJobState(String(other.id))).toBe('active');
     expect(await admin.hget(`${bullKeys(t.name).prefix}${String(other.id)}`, 'rq')).toBeNull();
+  });
+
+  it('takes the state of the job a completion fetches next: loading it makes no round trip', async () => {
+    const t = setup('completion-fetch');
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    await t.queue.add('x', { n: 2 }, { jobId: 'j2' });
+    // j2 as a retried job would be: an attempt made, requeue's fields in its hash.
+    const state = { ...emptyJobState(), previousDelayMs: 5 };
+    await admin.hset(`${bullKeys(t.name).prefix}j2`, {
+      atm: '1',
+      rq: JSON.stringify(state),
+      rqm: '1',
+    });
+    const { worker, job, token } = await takeJob(t.name);
+    expect(job.id).toBe('j1');
+    const next = (await job.moveToCompleted('done', token, true)) as [JobJson, string];
+    expect(next[1]).toBe('j2');
+    const made = await (
+      worker as unknown as { nextJobFromJobData(d: JobJson, id: string, t: string): Promise<Job> }
+    ).nextJobFromJobData(next[0], next[1], token);
+    expect(worker.fetchedState(made)).toMatchObject({ rqm: '1' });
+    const offline = connect();
+    await offline.ping();
+    offline.disconnect();
+    const stored = await new JobMoves(offline, worker, t.name).load(made, token);
+    expect(stored.state).toMatchObject({ previousDelayMs: 5 });
+    expect(await t.queue.getJobState('j1')).toBe('completed');
   });
 
   it('refuses to delay or dead-letter a job whose lock is someone else’s', async () => {
