@@ -40,8 +40,14 @@ export async function writesDuring(
   return seen.filter((args) => writing.has(args[0]!.toLowerCase()));
 }
 
-/** A socket in MONITOR mode on `redis`'s server, once Redis has said OK; each command to `onCommand`. */
-async function openMonitor(redis: Redis, onCommand: (args: string[]) => void): Promise<Socket> {
+/**
+ * A socket in MONITOR mode on `redis`'s server, once Redis has said OK; each
+ * command to `onCommand`. Destroy it when done.
+ */
+export async function openMonitor(
+  redis: Redis,
+  onCommand: (args: string[]) => void,
+): Promise<Socket> {
   const { host, port, username, password } = redis.options;
   const socket = netConnect({ host: host ?? '127.0.0.1', port: port ?? 6379 });
   const commands: string[][] = [];

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTs } from '../harness/child.js';
+import { openMonitor } from '../harness/monitor.js';
 import { startRedisCluster } from '../harness/cluster.js';
 import { startRedisServer, type RedisServerHandle } from '../harness/redis.js';
 
@@ -39,15 +40,16 @@ async function commandsDuring(
   action: () => Promise<unknown>,
 ): Promise<{ all: string[]; writes: string[] }> {
   const redis = new Redis(url);
-  const monitor = await redis.monitor();
   const seen: string[] = [];
   const marker = `end-${Math.random()}`;
-  const ended = new Promise<void>((resolve) =>
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args[0]?.toLowerCase() === 'ping' && args[1] === marker) resolve();
-      else if (args[0] !== undefined) seen.push(args[0].toLowerCase());
-    }),
-  );
+  let resolveEnded: () => void = () => undefined;
+  const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
+  // On a plain socket (the harness's): ioredis's monitor() connection fails now
+  // and then with "Command queue state error" when its first line comes early.
+  const monitor = await openMonitor(redis, (args) => {
+    if (args[0]?.toLowerCase() === 'ping' && args[1] === marker) resolveEnded();
+    else if (args[0] !== undefined) seen.push(args[0].toLowerCase());
+  });
   try {
     await action();
     await redis.ping(marker);
@@ -57,7 +59,7 @@ async function commandsDuring(
     const writes = info.filter((c) => c[2].includes('write')).map((c) => c[0]);
     return { all: names, writes };
   } finally {
-    monitor.disconnect();
+    monitor.destroy();
     redis.disconnect();
   }
 }
