@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { v7 as uuidv7 } from 'uuid';
+import { newJobId } from '../../src/util/system.js';
+import { cleanQueue } from '../support/clean-queue.js';
 import { Countdown } from '../support/countdown.js';
 import {
   bullJobOptions,
@@ -52,6 +53,8 @@ export const bullmqSide: Side = {
       await worker.close();
       await running;
       const result: RunResult = { [ctx.scenario]: { jobs, elapsedMs: finishedAt - startedAt } };
+      if (ctx.scenario === 'no-failures')
+        result['no-failures-same-jobs'] = await onRequeueJobs(ctx);
       if (failures.kind === 'permanent') {
         // In this order: addBulk finds the wait list empty, as requeue's replay does.
         result.replay = await addBulkAgain(queue, ctx);
@@ -66,10 +69,57 @@ export const bullmqSide: Side = {
 };
 
 /**
+ * Times a bare Worker, as in the no-failure run, on a queue of its own whose
+ * jobs were added as requeue's producer adds them: {@link requeueStoredOptions}
+ * and an id from requeue's own `newJobId` each. Against requeue's run, this
+ * isolates requeue's worker from the cost of its jobs' ids.
+ */
+async function onRequeueJobs(ctx: RunContext): Promise<Timed> {
+  const { connection, jobs, concurrency } = ctx;
+  const queueName = `${ctx.queueName}-same`;
+  const queue = new Queue(queueName, { connection });
+  const worker = new Worker(queueName, async () => undefined, {
+    connection,
+    concurrency,
+    autorun: false,
+    lockDuration: 30_000,
+    stalledInterval: 30_000,
+  });
+  try {
+    for (const chunk of chunks(jobs)) {
+      await queue.addBulk(
+        chunk.map((i) => ({
+          name: 'bench',
+          data: { i },
+          opts: { ...requeueStoredOptions, jobId: newJobId() },
+        })),
+      );
+    }
+    const done = new Countdown(jobs, ctx.timeoutMs, async () =>
+      JSON.stringify(await queue.getJobCounts()),
+    );
+    worker.on('completed', done.tick);
+    await worker.waitUntilReady();
+    const probe = ctx.probe('no-failures-same-jobs');
+    await probe.start();
+    const startedAt = performance.now();
+    const running = worker.run();
+    const finishedAt = await done.finished.finally(() => probe.stop());
+    await worker.close();
+    await running;
+    return { jobs, elapsedMs: finishedAt - startedAt };
+  } finally {
+    await worker.close(true);
+    await queue.close();
+    await cleanQueue(connection, queueName);
+  }
+}
+
+/**
  * Times `queue.addBulk` of as many jobs as died, shaped as requeue's replay
  * puts them back: name `bench`, data `{ i }`, the options requeue's producer
- * stores, each with a fresh UUIDv7 id given here (as requeue's producer
- * does), in calls of {@link replayBatch} jobs (as requeue's replay batches
+ * stores, each with a fresh id from requeue's own `newJobId` (as requeue's
+ * producer and replay do), in calls of {@link replayBatch} jobs (as requeue's replay batches
  * them). Building each call's entries is inside the timed window, as
  * requeue's replay reads its records and makes its fresh ids inside its own.
  */
@@ -85,7 +135,7 @@ async function addBulkAgain(queue: Queue, ctx: RunContext): Promise<Timed> {
       chunk.map((i) => ({
         name: 'bench',
         data: { i },
-        opts: { ...requeueStoredOptions, jobId: uuidv7() },
+        opts: { ...requeueStoredOptions, jobId: newJobId() },
       })),
     );
   }

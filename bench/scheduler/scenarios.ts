@@ -32,6 +32,7 @@ export const scenarioFailures: Record<ScenarioId, Failures> = {
  */
 export const metricIds = [
   'no-failures',
+  'no-failures-same-jobs',
   'retry-1',
   'retry-3',
   'dead-letter',
@@ -59,6 +60,15 @@ export const metrics: Record<MetricId, MetricSpec> = {
     reference: 'a Worker with the same job options; nothing fails',
     target: { kind: 'ratio', min: 0.95 },
   },
+  'no-failures-same-jobs': {
+    label: '1b. no failures, BullMQ on requeue’s jobs (reference)',
+    reference:
+      `a Worker, as in 1, on jobs added as requeue's producer adds them (its stored options, ` +
+      `a producer-side id from requeue's newJobId each), in the same run: the ratio is requeue's worker ` +
+      `alone; 1's BullMQ jobs have BullMQ's counter ids`,
+    target: { kind: 'reference' },
+    requeueFrom: 'no-failures',
+  },
   'retry-1': {
     label: '2. 1 transient failure (503) per job',
     reference: 'attempts 5, exponential backoff delay 1 jitter 1',
@@ -79,7 +89,7 @@ export const metrics: Record<MetricId, MetricSpec> = {
     reference:
       `queue.addBulk of the same jobs into the same queue, in the same run: as many, ` +
       `data { i }, the job options requeue's createQueue gives them (attempts 1, the same ` +
-      `retention, a producer-side UUIDv7 jobId), in calls of ${replayBatch} jobs, the size of ` +
+      `retention, a producer-side id from requeue's newJobId), in calls of ${replayBatch} jobs, the size of ` +
       `requeue's replay batches`,
     target: { kind: 'ratio', min: 1.0 },
   },

@@ -292,7 +292,7 @@ describe('issue 8 regressions', () => {
     (redis as unknown as { stream: { destroy(): void } }).stream.destroy();
     server.signal('SIGCONT');
     const job = await added;
-    expect(job.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(job.id).toMatch(/^[A-Za-z][-0-9A-Z_a-z]{17}$/); // the producer's own id (newJobId)
     const inspect = new Queue(name, { connection: createRedis(server.url) });
     onCleanup(() => inspect.close());
     expect(await inspect.getJobCounts('wait')).toEqual({ wait: 1 });

@@ -212,7 +212,7 @@ export class Add extends Base {
     );
     if (this.key === undefined) {
       m.add(seq, undefined, this.plan, added.id);
-      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7/.test(added.id) && !m.notes.includes('keyless-ids')) {
+      if (!/^[A-Za-z][-0-9A-Z_a-z]{17}$/.test(added.id) && !m.notes.includes('keyless-ids')) {
         m.notes.push('keyless-ids');
       }
       return;

@@ -93,7 +93,7 @@ it('every job ends completed or dead, once, whatever handlers, crashes, Redis an
         if (violations.length > 0) console.log(`    - ${violations.slice(0, 5).join('\n    - ')}`);
         if (env.MODEL_VERBOSE) console.log(`    ${real.journal.join('\n    ')}`);
         if (model.notes.includes('keyless-ids')) {
-          console.log('[model] note: keyless adds got ids that are not uuid v7');
+          console.log('[model] note: keyless adds got ids that are not newJobId ids');
         }
         if (violations.length > 0) {
           throw new ModelViolation(
