@@ -85,6 +85,7 @@ async function onRequeueJobs(ctx: RunContext): Promise<Timed> {
     lockDuration: 30_000,
     stalledInterval: 30_000,
   });
+  let closed = false;
   try {
     for (const chunk of chunks(jobs)) {
       await queue.addBulk(
@@ -105,11 +106,12 @@ async function onRequeueJobs(ctx: RunContext): Promise<Timed> {
     const startedAt = performance.now();
     const running = worker.run();
     const finishedAt = await done.finished.finally(() => probe.stop());
+    closed = true;
     await worker.close();
     await running;
     return { jobs, elapsedMs: finishedAt - startedAt };
   } finally {
-    await worker.close(true);
+    if (!closed) await worker.close(true);
     await queue.close();
     await cleanQueue(connection, queueName);
   }

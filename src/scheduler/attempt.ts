@@ -354,8 +354,9 @@ async function admitAndRun<T>(
   token: string,
 ): Promise<unknown> {
   try {
-    if (ctx.breakerKeyOf(a.key) !== undefined) {
-      const refused = await askBreaker(ctx, a);
+    const breakerKey = ctx.breakerKeyOf(a.key);
+    if (breakerKey !== undefined) {
+      const refused = await askBreaker(ctx, a, breakerKey);
       if (refused !== undefined) return ctx.apply(a.handle.bullJob, token, refused);
     }
     a.startedAt = ctx.clock.now();
@@ -384,8 +385,11 @@ async function admitAndRun<T>(
 }
 
 /** Asks the job's breaker: the deferral when it refuses, nothing when the attempt may run. */
-async function askBreaker<T>(ctx: AttemptContext<T>, a: Admitted<T>): Promise<Attempt | undefined> {
-  const breakerKey = ctx.breakerKeyOf(a.key)!;
+async function askBreaker<T>(
+  ctx: AttemptContext<T>,
+  a: Admitted<T>,
+  breakerKey: string,
+): Promise<Attempt | undefined> {
   const job = a.handle.bullJob;
   const checked = ctx.gate.check(breakerKey, () => `${job.id}:${job.attemptsStarted}`);
   const admission = checked instanceof Promise ? await checked : checked;
