@@ -97,6 +97,12 @@ export const serviceConfigSchema = z.strictObject({
        * Unset, they are served only when `host` is a loopback address. Never logged.
        */
       token: z.string().min(16).max(limits.token).optional(),
+      /**
+       * Host names (or addresses) besides loopback that requests may name in
+       * `Host` when no token is set, e.g. a name in /etc/hosts; any other is
+       * refused (421), which stops DNS rebinding. @defaultValue `[]`
+       */
+      allowedHosts: z.array(hostSchema).max(100).default([]),
     })
     .prefault({}),
   webhooks: z
@@ -141,6 +147,7 @@ const envSettings = {
   REQUEUE_REDACT_HEADERS: { path: ['redactHeaders'], schema: envValue.list() },
   REQUEUE_INTAKE_TOKEN: { path: ['intake', 'token'], schema: z.string() },
   REQUEUE_ADMIN_TOKEN: { path: ['admin', 'token'], schema: z.string() },
+  REQUEUE_ADMIN_ALLOWED_HOSTS: { path: ['admin', 'allowedHosts'], schema: envValue.list() },
   WEBHOOK_QUEUE: { path: ['webhooks', 'queue'], schema: z.string() },
   WEBHOOK_CONCURRENCY: {
     path: ['webhooks', 'concurrency'],

@@ -13,6 +13,7 @@ import { limits } from '../../src/policy/limits.js';
 import type { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import type { RequeueQueue } from '../../src/scheduler/queue.js';
 import { redactText } from '../../src/util/redact.js';
+import { loopbackOnly, siteGuard, type SiteRules } from './admin/site.js';
 
 /** The body of `POST /v1/jobs/:queue`. */
 export const jobRequestSchema = z.strictObject({
@@ -37,6 +38,11 @@ export interface IntakeOptions {
   maxBodyBytes: number;
   /** Deepest nesting of a JSON body; a deeper one gets a 400. @defaultValue `64` */
   maxBodyDepth?: number;
+  /**
+   * Whom the server answers at all (`Host`, cross-site requests), on every
+   * route. @defaultValue {@link loopbackOnly}
+   */
+  site?: SiteRules;
   logger: Logger;
 }
 
@@ -138,6 +144,8 @@ export async function createIntakeServer(options: IntakeOptions) {
         .send({ error: `bad request: ${error.message}` });
     },
   }).withTypeProvider<ZodTypeProvider>();
+  // First, on the root: every route (and the 404 handler) is behind it, whoever adds it later.
+  app.addHook('onRequest', siteGuard(options.site ?? loopbackOnly));
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 

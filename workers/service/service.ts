@@ -136,7 +136,13 @@ async function startOn(
   for (const worker of workers) metrics.watch(worker);
   await Promise.all(workers.map((w) => w.waitUntilReady()));
 
+  // Loaded only now: a start that fails earlier (config, handler, Redis) need not load the
+  // admin API's and the dashboard's dependencies (swagger, static files) first.
+  const { adminAccess, adminStartLine, registerAdmin, siteRules } =
+    await import('./admin/index.js');
+  const access = adminAccess(config.host, config.admin.token);
   const server: IntakeServer = await createIntakeServer({
+    site: siteRules(access, config.admin.allowedHosts),
     queues,
     ...(webhooks ? { webhooks } : {}),
     ready: async () =>
@@ -147,10 +153,6 @@ async function startOn(
     logger,
   });
   opened.push(() => server.close());
-  // Loaded only now: a start that fails earlier (config, handler, Redis) need not load the
-  // admin API's and the dashboard's dependencies (swagger, static files) first.
-  const { adminAccess, adminStartLine, registerAdmin } = await import('./admin/index.js');
-  const access = adminAccess(config.host, config.admin.token);
   await registerAdmin(server, {
     queues: adminQueues(queues, workers, config),
     redis: connection,

@@ -5,6 +5,7 @@ import { dashboard } from './dashboard.js';
 import { adminApi, type AdminApiOptions } from './routes.js';
 
 export { adminAccess, isLoopbackHost, type AdminAccess } from './access.js';
+export { siteRules, type SiteRules } from './site.js';
 export type { AdminQueue } from './routes.js';
 
 /** What {@link registerAdmin} needs: the API's options with any access rule. */
@@ -39,7 +40,7 @@ export function adminStartLine(access: AdminAccess, url: string, host: string): 
     case 'token':
       return `admin API and dashboard at ${url}/ (bearer token required)`;
     case 'loopback':
-      return `admin API and dashboard at ${url}/ without a token: served because ${host} is loopback; set admin.token (REQUEUE_ADMIN_TOKEN) to serve them on another host`;
+      return `admin API and dashboard at ${url}/ without a token: served because ${host} is loopback, to requests naming a loopback host or admin.allowedHosts; set admin.token (REQUEUE_ADMIN_TOKEN) to serve them on another host`;
     default:
       return refusedMessage(host);
   }
