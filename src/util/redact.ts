@@ -41,6 +41,11 @@ const secretKey =
 /** Query parameters that carry credentials: `?token=`, `?key=`, `?password=`, `?sig=`, `X-Amz-Signature`… */
 const secretParam = /token|key|secret|pass|pwd|sig|auth|credential|session|jwt/i;
 
+/** Whether a query parameter's name says it carries a credential (`token`, `sig`, `api_key`…). */
+export function isSecretParam(name: string): boolean {
+  return secretParam.test(name);
+}
+
 /** URLs inside free text (an error message, a log line). */
 const urlInText = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi;
 

@@ -119,6 +119,7 @@ async function startOn(
       concurrency: w.concurrency,
       timeoutMs: w.timeoutMs,
       allowPrivate: w.allowPrivate,
+      redactHeaders: config.redactHeaders,
       logger,
       ...(w.policy ? { policy: w.policy } : {}),
       breaker: w.breaker ?? {},

@@ -18,6 +18,7 @@ import { isIP } from 'node:net';
 import { isPermanentError, PermanentError } from '../../src/errors/permanent-error.js';
 import { RetryableError } from '../../src/errors/retryable-error.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
+import { collectSentSecrets } from './sent-secrets.js';
 import { signWebhook, webhookHeaders, type WebhookSecret } from './signature.js';
 import { createSsrfGuard, type SsrfGuard, type SsrfOptions } from './ssrf.js';
 
@@ -93,6 +94,12 @@ export interface DeliverOptions extends SsrfOptions {
   agents?: { http?: HttpAgent; https?: HttpsAgent };
   /** Called once per attempt, success or not, before the promise settles. */
   onAttempt?: (details: DeliveryDetails) => void;
+  /**
+   * Header names whose values are credentials (besides names that look
+   * secret): scrubbed from everything taken from the answer.
+   * @defaultValue `defaultSecretHeaders`
+   */
+  secretHeaders?: readonly string[];
 }
 
 /** The user agent sent unless the job or the options give one. */
@@ -171,9 +178,11 @@ function requestHeaders(
   return Object.assign(headers, signed);
 }
 
-/** Blanks each of `secrets` in `text` (a receiver that echoes the request back). */
-function scrub(text: string, secrets: readonly string[]): string {
-  return secrets.reduce((out, s) => (s === '' ? out : out.split(s).join('[redacted]')), text);
+/** The first `maxBytes` bytes of `text`. */
+function firstBytes(text: string, maxBytes: number): string {
+  return Buffer.byteLength(text) <= maxBytes
+    ? text
+    : Buffer.from(text).subarray(0, maxBytes).toString('utf8');
 }
 
 /** The one-line start of a body, for an error message. */
@@ -372,14 +381,14 @@ export async function deliverWebhook(
   const signed: Record<string, string> = hasSecret
     ? { ...signWebhook(secret, job.event.id, timestampSec, body) }
     : { [webhookHeaders.id]: job.event.id, [webhookHeaders.timestamp]: String(timestampSec) };
-  // What a receiver echoing the request must not get into the history: longest first.
-  const hidden = [
-    ...(secret === undefined ? [] : typeof secret === 'string' ? [secret] : secret).flatMap((s) => [
-      s,
-      s.replace(/^whsec_/, ''),
-    ]),
-    ...(signed[webhookHeaders.signature]?.split(' ').flatMap((s) => [s, s.slice(3)]) ?? []),
-  ];
+  const headers = requestHeaders(job, body, signed, userAgent);
+  // What a receiver echoing the request must not get into the history, the logs or an error.
+  const sent = collectSentSecrets({
+    url,
+    headers,
+    secret,
+    ...(options.secretHeaders ? { secretHeaders: options.secretHeaders } : {}),
+  });
 
   const agent = url.protocol === 'https:' ? options.agents?.https : options.agents?.http;
   let response: RawResponse;
@@ -391,7 +400,8 @@ export async function deliverWebhook(
       target,
       body,
       timeoutMs,
-      maxBodyBytes,
+      // Read past the limit by the longest secret: none is cut in half before it is scrubbed.
+      maxBodyBytes: maxBodyBytes + sent.longest,
       bodyTimeoutMs,
       signal,
       startedAt,
@@ -402,7 +412,7 @@ export async function deliverWebhook(
         hostname: host,
         port: url.port === '' ? undefined : Number(url.port),
         path: `${url.pathname}${url.search}`,
-        headers: requestHeaders(job, body, signed, userAgent),
+        headers,
         lookup: guard.lookup,
         agent: agent ?? false,
         ...(url.username || url.password
@@ -415,24 +425,24 @@ export async function deliverWebhook(
     const error = attemptError(err, target, latencyMs);
     const code = (error as { code?: unknown }).code;
     options.onAttempt?.({ latencyMs, ...(typeof code === 'string' ? { code } : {}) });
-    throw error;
+    throw sent.scrubError(error);
   }
 
   const latencyMs = clock.now() - startedAt;
   const { status } = response;
-  const text = scrub(response.body.toString('utf8'), hidden);
+  const text = firstBytes(sent.scrub(response.body.toString('utf8')), maxBodyBytes);
   options.onAttempt?.({ status, latencyMs, body: text });
   if (status >= 200 && status < 300) return { status, latencyMs, body: text };
 
   const retryAfter = headerText(response.headers, 'retry-after');
-  const headers: Record<string, string> =
-    retryAfter === undefined ? {} : { 'retry-after': retryAfter };
+  const answerHeaders: Record<string, string> =
+    retryAfter === undefined ? {} : { 'retry-after': sent.scrub(retryAfter) };
   const answered = `POST ${target} answered ${status} ${STATUS_CODES[status] ?? ''}`.trimEnd();
   const failure = new WebhookDeliveryError(
     text === '' ? answered : `${answered}: ${excerpt(text)}`,
     {
       status,
-      headers,
+      headers: answerHeaders,
       latencyMs,
       body: text,
     },
@@ -442,7 +452,7 @@ export async function deliverWebhook(
       new RetryableError(`${answered}; redirects are not followed: update the endpoint's URL`, {
         cause: failure,
       }),
-      { status, headers },
+      { status, headers: answerHeaders },
     );
   }
   throw failure;

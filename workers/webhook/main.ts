@@ -114,6 +114,7 @@ async function main(): Promise<void> {
     allowPrivate: env.WEBHOOK_ALLOW_PRIVATE,
     allowHosts: env.WEBHOOK_ALLOW_HOSTS,
     timeoutMs: env.WEBHOOK_TIMEOUT_MS,
+    redactHeaders: env.REQUEUE_REDACT_HEADERS,
     logger,
   });
   metrics?.watch(worker as unknown as RequeueWorker<unknown, unknown>);

@@ -9,6 +9,7 @@ import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import type { AddedJob, AddOptions, RequeueQueue } from '../../src/scheduler/queue.js';
 import type { BreakerOptionsInput } from '../../src/policy/breaker/breaker-options.js';
 import { RequeueWorker, type RequeueJob, type WorkerOptions } from '../../src/scheduler/worker.js';
+import { defaultSecretHeaders } from '../../src/util/redact.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
 import { deliverWebhook, WebhookDeliveryError, type DeliveryResult } from './deliver.js';
 import { secretProblem } from './signature.js';
@@ -116,6 +117,12 @@ export interface WebhookWorkerOptions
   disabledCacheTtlMs?: number;
   /** The disabled-endpoint store; the worker opens one on its connection unless given. */
   endpoints?: EndpointStore;
+  /**
+   * Request headers whose values are credentials, besides the defaults and
+   * names that look secret: scrubbed from what receivers answer.
+   * @defaultValue `[]`
+   */
+  redactHeaders?: readonly string[];
 }
 
 /**
@@ -156,12 +163,14 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       allowHosts,
       disabledCacheTtlMs,
       endpoints: givenEndpoints,
+      redactHeaders = [],
       ...workerOptions
     } = options;
     const clock = options.clock ?? systemClock;
     const rootLogger = options.logger ?? createLogger();
     const logger = rootLogger.child({ queue, worker: 'webhook' });
     const guard = createSsrfGuard({ allowPrivate, allowHosts });
+    const secretHeaders = [...defaultSecretHeaders, ...redactHeaders];
     // Pools of this worker alone: their sockets were all checked under this guard.
     const agents = {
       http: new HttpAgent({ keepAlive: true }),
@@ -197,6 +206,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
           signal: job.signal,
           onAttempt: (details) => job.annotate({ ...details }),
           timeoutMs,
+          secretHeaders,
           ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
           ...(userAgent !== undefined ? { userAgent } : {}),
           ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
