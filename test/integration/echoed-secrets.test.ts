@@ -9,6 +9,7 @@ import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
 import { startService, type RunningService } from '../../workers/service/service.js';
+import { deliverWebhook, WebhookDeliveryError } from '../../workers/webhook/deliver.js';
 import { enqueueWebhook, type WebhookJobInput } from '../../workers/webhook/worker.js';
 import { spawnTs, type TsChild } from '../harness/child.js';
 import { cli } from '../harness/cli.js';
@@ -155,6 +156,11 @@ async function collectCliViews(label: string, queue: string, ids: string[]): Pro
 describe('secrets a receiver echoes back stay secret', () => {
   beforeAll(async () => {
     receiver = createServer((req, res) => {
+      if (req.url === '/pad') {
+        // The key starts 12 bytes before the 512 bytes a history keeps.
+        res.writeHead(400).end(`${'x'.repeat(500)}${req.headers['x-api-key']}`);
+        return;
+      }
       const id = String(req.headers['webhook-id']);
       const n = (seen.get(id) ?? 0) + 1;
       seen.set(id, n);
@@ -252,5 +258,22 @@ describe('secrets a receiver echoes back stay secret', () => {
       `views searched: ${views.size}; views leaking, per secret: ${JSON.stringify(counts)}`,
     );
     expect(leaks).toEqual(Object.fromEntries(secrets.map((s) => [s.name, []])));
+  });
+
+  it('a secret straddling the kept body limit is not kept half', async () => {
+    const key = 'cut-K3ymark-0123456789abcdef';
+    const failure = await deliverWebhook(
+      {
+        endpoint: { id: 'pad', url: `http://127.0.0.1:${port()}/pad` },
+        event: { id: 'evt-pad', type: 'leak.test', payload: null },
+        headers: { 'x-api-key': key },
+      },
+      { allowPrivate: true, maxBodyBytes: 512 },
+    ).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(WebhookDeliveryError);
+    const body = (failure as WebhookDeliveryError).body ?? '';
+    expect(body.startsWith('x'.repeat(500))).toBe(true);
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(512);
+    expect(body).not.toContain('cut-K3y');
   });
 });

@@ -192,11 +192,32 @@ const configCases: [string, unknown, RegExp][] = [
     { queues: [{ name: 'a', handler, retries: 3 }] },
     /^config\.queues\.0: unknown key "retries"/,
   ],
+  // Issue 21, part 2: the admin API's allowed Host names.
+  [
+    'admin.allowedHosts with a space',
+    { admin: { allowedHosts: ['bad host'] } },
+    /^config\.admin\.allowedHosts\.0: must be an IP address or a host name/,
+  ],
+  [
+    'admin.allowedHosts with a port',
+    { admin: { allowedHosts: ['requeue.internal:8080'] } },
+    /^config\.admin\.allowedHosts\.0: must be an IP address or a host name/,
+  ],
+  [
+    'admin.allowedHosts a string',
+    { admin: { allowedHosts: 'requeue.internal' } },
+    /^config\.admin\.allowedHosts: .*expected array/,
+  ],
 ];
 
 // ------------------------------------------------------------------ environment
 const envCases: [string, Record<string, string>, RegExp][] = [
   ['PORT eighty', { PORT: 'eighty' }, /^env\.PORT: /],
+  [
+    'REQUEUE_ADMIN_ALLOWED_HOSTS with a URL',
+    { REQUEUE_ADMIN_ALLOWED_HOSTS: 'http://requeue.internal' },
+    /^config\.admin\.allowedHosts\.0: must be an IP address or a host name/,
+  ],
   ['PORT 1e3', { PORT: '1e3' }, /^env\.PORT: expected a whole number/],
   ['PORT 0x50', { PORT: '0x50' }, /^env\.PORT: /],
   ['PORT 70000', { PORT: '70000' }, /^env\.PORT: /],
@@ -733,6 +754,25 @@ describe('the bad-input table: the intake API', () => {
       () => app.inject({ method: 'DELETE', url: '/v1/jobs/jobs' }),
       405,
       /method/,
+    ],
+    // Issue 21, part 2: whom the server answers.
+    [
+      'a Host that is not loopback (DNS rebinding)',
+      () => post('/v1/jobs/jobs', { data: 1 }, { host: 'attacker.example' }),
+      421,
+      /host "attacker\.example" is not this service/,
+    ],
+    [
+      'a cross-site Origin on a POST, token and all',
+      () => post('/v1/jobs/jobs', { data: 1 }, { origin: 'http://attacker.example' }),
+      403,
+      /cross-site request refused: Origin http:\/\/attacker\.example/,
+    ],
+    [
+      'Sec-Fetch-Site: same-site on a POST',
+      () => post('/v1/jobs/jobs', { data: 1 }, { 'sec-fetch-site': 'same-site' }),
+      403,
+      /cross-site request refused \(Sec-Fetch-Site: same-site\)/,
     ],
   ];
 
