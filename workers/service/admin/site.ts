@@ -57,7 +57,8 @@ export interface SiteRefusal {
   error: string;
 }
 
-const stateChanging = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** RFC 9110's safe methods: every other one (POST, PUT, PATCH, DELETE, any new one) may change state. */
+const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
 
 /** `name:port`, `[v6]:port` or a bare name → the name (brackets off); undefined if malformed. */
 function hostName(host: string): string | undefined {
@@ -90,7 +91,7 @@ export function siteRefusal(request: SiteRequest, rules: SiteRules): SiteRefusal
       };
     }
   }
-  if (!stateChanging.has(request.method.toUpperCase())) return undefined;
+  if (safeMethods.has(request.method.toUpperCase())) return undefined;
   const site = request.secFetchSite?.toLowerCase();
   if (site === 'cross-site' || site === 'same-site') {
     return { status: 403, error: `cross-site request refused (Sec-Fetch-Site: ${site})` };
