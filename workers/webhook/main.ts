@@ -23,6 +23,9 @@
  *   any free one). @defaultValue no metrics server
  * - `METRICS_HOST` — the interface it listens on. @defaultValue `127.0.0.1`
  * - `LOG_LEVEL` — @defaultValue `info`
+ * - `REQUEUE_REDACT_HEADERS` — comma-separated request headers whose values
+ *   are credentials, besides the defaults: never logged, and scrubbed from
+ *   what receivers answer. @defaultValue none
  */
 import { z } from 'zod';
 import { ConfigError, envSchema, parseConfig } from '../../src/config/env.js';
