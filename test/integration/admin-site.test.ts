@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import type { RedisClient } from '../../src/redis/connection.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
+import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
+import { createIntakeServer } from '../../workers/service/http.js';
 import { startService, type RunningService } from '../../workers/service/service.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 
@@ -264,5 +266,38 @@ describe('the admin API answers only its own origin', () => {
     });
     expect(answer.status).toBe(200);
     expect(await disabled(tokenHooks)).toBe(false);
+  });
+
+  it('a route added to the server later is behind the same rule, without a check of its own', async () => {
+    const app = await createIntakeServer({
+      queues: new Map(),
+      ready: async () => true,
+      metrics: new RequeueMetrics(),
+      maxBodyBytes: 1024,
+      logger: createLogger({ level: 'silent' }),
+    });
+    let ran = 0;
+    app.get('/later', async () => ({ ran: ++ran }));
+    app.post('/later', async () => ({ ran: ++ran }));
+    const rebound = await app.inject({
+      method: 'GET',
+      url: '/later',
+      headers: { host: 'x.example' },
+    });
+    expect(rebound.statusCode).toBe(421);
+    const crossSite = await app.inject({
+      method: 'POST',
+      url: '/later',
+      headers: { host: 'localhost', origin: 'http://x.example' },
+    });
+    expect(crossSite.statusCode).toBe(403);
+    expect(ran).toBe(0);
+    const local = await app.inject({
+      method: 'GET',
+      url: '/later',
+      headers: { host: 'localhost' },
+    });
+    expect(local.json()).toEqual({ ran: 1 });
+    await app.close();
   });
 });
