@@ -42,6 +42,7 @@ export interface RetentionKeeperOptions {
 export class RetentionKeeper {
   private timer: Timer | undefined;
   private dueAt = Number.POSITIVE_INFINITY;
+  private armedMs = 0;
   private running: Promise<void> | undefined;
   /** A job died while a pass ran: the pass may have missed it. */
   private dirty = false;
@@ -88,10 +89,15 @@ export class RetentionKeeper {
   }
 
   private schedule(at: number): void {
-    if (this.stopped || (this.timer && this.dueAt <= at)) return;
+    if (this.stopped) return;
+    const now = this.options.clock.now();
+    // The clock says when a pass is due: an armed timer is kept if it is due no
+    // later, unless the clock has passed its time while it still waits.
+    if (this.timer && this.dueAt <= at && (this.dueAt > now || this.armedMs === 0)) return;
     this.timer?.cancel();
     this.dueAt = at;
-    this.timer = this.setTimer(() => this.fire(), Math.max(0, at - this.options.clock.now()));
+    this.armedMs = Math.max(0, at - now);
+    this.timer = this.setTimer(() => this.fire(), this.armedMs);
   }
 
   private fire(): void {
