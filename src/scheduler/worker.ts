@@ -4,6 +4,7 @@ import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/brea
 import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { parseClassifyOptions } from '../policy/classify/index.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
+import { StoredResult } from '../policy/outcome.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
 import { checkConnectionKind } from '../redis/check-redis.js';
 import { isCluster, resolveRedis, type RedisClient } from '../redis/connection.js';
@@ -204,7 +205,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         queue: name,
         jobId: String(job.id),
         attempt: (job as AttemptTagged)[attemptTag] ?? job.attemptsStarted,
-        result,
+        // The handler's own value: what was stored is its one serialisation.
+        result: result instanceof StoredResult ? result.value : result,
         enqueuedAt: job.timestamp,
         finishedAt: job.finishedOn ?? this.clock.now(),
       });
