@@ -59,7 +59,7 @@ export interface RetentionTarget {
 
 /**
  * One retention pass: batches of at most {@link trimBatch} removals, each one
- * script (`trimDead-2.lua`), under a token that keeps every other pass of the
+ * script (`trimDeadBatch-2.lua`), under a token that keeps every other pass of the
  * fleet out until this one ends. Never silent: what it removed (even when a
  * later batch failed) is logged as a warning with how many and why, and
  * reported to `onTrim`. An aborted `signal` ends the pass between batches.
@@ -76,7 +76,7 @@ export async function runRetentionPass(
     for (;;) {
       const [byAge, byCount] = await runScript<[number, number]>(
         redis,
-        'trimDead',
+        'trimDeadBatch',
         [keys.dead, keys.deadTrimLock],
         [keys.deadRecordPrefix, cutoff, retention.maxCount, trimBatch, token, trimLockMs],
       );

@@ -231,7 +231,7 @@ describe('DLQ retention on time (issue 21, part 5)', () => {
     const batch = (token: string) =>
       runScript<[number, number]>(
         admin,
-        'trimDead',
+        'trimDeadBatch',
         [keys.dead, keys.deadTrimLock],
         [keys.deadRecordPrefix, t0 - 1, 100, trimBatch, token, trimLockMs],
       );
