@@ -73,13 +73,15 @@ export async function runRetentionPass(
   const cutoff = target.clock.now() - retention.maxAgeMs;
   const removed: RetentionResult = { byAge: 0, byCount: 0 };
   try {
-    for (;;) {
-      const [byAge, byCount] = await runScript<[number, number]>(
+    const batch = (limit: number) =>
+      runScript<[number, number]>(
         redis,
         'trimDeadBatch',
         [keys.dead, keys.deadTrimLock],
-        [keys.deadRecordPrefix, cutoff, retention.maxCount, trimBatch, token, trimLockMs],
+        [keys.deadRecordPrefix, cutoff, retention.maxCount, limit, token, trimLockMs],
       );
+    for (;;) {
+      const [byAge, byCount] = await batch(trimBatch);
       if (byAge === -1) {
         // Another pass holds the lock (or took it over after ours expired).
         if (removed.byAge + removed.byCount > 0) break;
@@ -87,8 +89,13 @@ export async function runRetentionPass(
       }
       removed.byAge += byAge;
       removed.byCount += byCount;
-      // A short batch freed the lock: the pass is over. An abort leaves it to expire.
-      if (byAge + byCount < trimBatch || signal?.aborted) break;
+      // A short batch freed the lock: the pass is over.
+      if (byAge + byCount < trimBatch) break;
+      if (signal?.aborted) {
+        // Stopped early (the worker closes): free the lock for the rest of the fleet.
+        await batch(0);
+        break;
+      }
     }
   } finally {
     report(target, removed);

@@ -262,6 +262,26 @@ describe('DLQ retention on time (issue 21, part 5)', () => {
     expect(await admin.exists(`${keys.deadRecordPrefix}d0002499`)).toBe(1);
   });
 
+  it('a pass stopped by a closing worker ends after its current batch and frees the fleet’s lock', async () => {
+    const t = setup('abort');
+    await seedMany(t.name, 3_100, t0);
+    const dlq = new DeadLetterQueue(t.name, {
+      connection: redisUrl(),
+      clock: new ManualClock(t0),
+      logger: createLogger({ level: 'silent' }),
+      retention: { maxCount: 100 },
+    });
+    onCleanup(() => dlq.close());
+    const stop = new AbortController();
+    const pass = dlq.retentionPass(stop.signal);
+    stop.abort();
+    expect(await pass).toEqual({ kind: 'done', removed: { byAge: 0, byCount: trimBatch } });
+    expect(await dlq.count()).toBe(3_100 - trimBatch);
+    expect(await admin.exists(requeueKeys(t.name).deadTrimLock)).toBe(0);
+    // The next pass (any worker's) does the rest at once.
+    expect(await dlq.trim()).toEqual({ byAge: 0, byCount: 2_000 });
+  });
+
   it('a worker’s retention timer runs passes on time by its clock and stops on close', async () => {
     const t = setup('keeper');
     await seedMany(t.name, 30, t0);

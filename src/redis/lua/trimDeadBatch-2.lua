@@ -9,6 +9,8 @@
   for the token for `lockMs`; a batch that removes less ends the pass and
   frees the lock. While another token holds it, nothing is touched. A pass
   that dies leaves the lock to expire; the records stay consistent either way.
+  A `limit` of 0 removes nothing and frees the lock if the token holds it (a
+  pass that stops early).
 
   KEYS[1] DLQ index (zset)   KEYS[2] the retention's lock
   ARGV[1] dead record key prefix   ARGV[2] cutoff (ms)   ARGV[3] max count
@@ -38,7 +40,7 @@ if excess > 0 then
     rcall('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
   end
 end
-if #old + byCount >= limit then
+if limit > 0 and #old + byCount >= limit then
   rcall('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
 elseif holder then
   rcall('DEL', KEYS[2])
