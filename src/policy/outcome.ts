@@ -26,10 +26,40 @@ export type AttemptOutcome =
   | { kind: 'deferred'; retryAt: number; key: string; reason: DeferralReason; state: JobState };
 
 /**
- * A handler's return value as BullMQ can store it (JSON): a value that
- * cannot be serialised (a BigInt, a cycle, a throwing `toJSON`) becomes a
- * note saying so, because the work it reports has been done and must not
- * run again.
+ * A handler's value, serialised once: BullMQ stores {@link json} as the job's
+ * `returnvalue` verbatim (`src/scheduler/bull-completion.ts`), so the
+ * handler's object is never read again — a getter that works once, a
+ * `toJSON` that changes its mind, a `then` that appears later cannot fail a
+ * completion that was already decided.
+ */
+export class StoredResult {
+  private copy: unknown;
+
+  constructor(
+    /** What is stored. */
+    readonly json: string,
+    /** The handler's own value (for `job:completed`). */
+    readonly value: unknown,
+  ) {}
+
+  /**
+   * The stored value, parsed from {@link json}: whatever else serialises this
+   * (BullMQ's own check before its move, its telemetry) writes the same text,
+   * without touching the handler's value.
+   */
+  toJSON(): unknown {
+    this.copy ??= JSON.parse(this.json) as unknown;
+    return this.copy;
+  }
+}
+
+/**
+ * A handler's return value as BullMQ can store it (JSON), serialised here
+ * once: a value JSON always stores as is (a string, a finite number, a
+ * boolean, null, undefined) is returned itself; any other becomes a
+ * {@link StoredResult}. A value that cannot be serialised (a BigInt, a cycle,
+ * a throwing `toJSON` or getter) becomes a note saying so, because the work
+ * it reports has been done and must not run again.
  */
 export function storableResult(value: unknown): unknown {
   // What JSON always stores (most handlers return one of these): no test needed.
@@ -37,12 +67,14 @@ export function storableResult(value: unknown): unknown {
   const type = typeof value;
   if (type === 'string' || type === 'boolean' || (type === 'number' && Number.isFinite(value)))
     return value;
+  let json: string | undefined;
   try {
-    JSON.stringify(value);
-    return value;
+    json = JSON.stringify(value);
   } catch (err) {
     return { requeueUnstorableResult: describeUnstorable(err) };
   }
+  // A function or a symbol: JSON has nothing to store (BullMQ stores null).
+  return json === undefined ? undefined : new StoredResult(json, value);
 }
 
 /**

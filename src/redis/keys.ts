@@ -53,6 +53,8 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     deadRecordPrefix: `${base}:dead:`,
     /** Counter: death generations, one per death; fences replay and purge. */
     deadSequence: `${base}:dead-seq`,
+    /** String: the token of the DLQ retention pass running, one at a time for the fleet. */
+    deadTrimLock: `${base}:dead-trim-lock`,
     /** Hash: a breaker's state (`s`, JSON) and its version (`v`), per breaker key. */
     breaker: (key: string) => `${base}:breaker:${key}`,
     /**

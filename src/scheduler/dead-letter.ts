@@ -13,6 +13,13 @@ import { bullPrefix, requeueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { sleep } from '../util/lifecycle.js';
 import { newJobId, systemClock, type Clock } from '../util/system.js';
+import {
+  retentionSchema,
+  runRetentionPass,
+  type Retention,
+  type RetentionPass,
+  type RetentionResult,
+} from './dlq-retention.js';
 import { replayDeadJobs } from './job-moves.js';
 import { jobIdForKey } from './job-id.js';
 
@@ -63,26 +70,7 @@ export interface DeadJobFilter {
   until?: number;
 }
 
-/** Retention of dead jobs, like Sidekiq's dead set. */
-export const retentionSchema = z
-  .object({
-    /** Dead jobs older than this are dropped. @defaultValue 180 days */
-    maxAgeMs: z
-      .number()
-      .int()
-      .positive()
-      .default(180 * 24 * 3600 * 1000),
-    /** At most this many dead jobs are kept; the oldest go first. @defaultValue `10_000` */
-    maxCount: z.number().int().positive().default(10_000),
-  })
-  .strict();
-export type Retention = z.infer<typeof retentionSchema>;
-
-/** What one application of the retention removed, by why. */
-export interface RetentionResult {
-  byAge: number;
-  byCount: number;
-}
+export { retentionSchema, type Retention, type RetentionResult } from './dlq-retention.js';
 
 export interface DeadLetterOptions {
   connection?: RedisLike;
@@ -272,8 +260,9 @@ export class DeadLetterQueue {
 
   /**
    * Drops dead jobs past the retention's age and count, in steps of at most
-   * 1,000 (each one script). Never silent: what it removes is logged as a
-   * warning with how many and why, and reported to `onTrim`.
+   * 1,000 (each one script), waiting while another pass of the fleet runs.
+   * Never silent: what it removes is logged as a warning with how many and
+   * why, and reported to `onTrim`.
    */
   async applyRetention(): Promise<number> {
     const { byAge, byCount } = await this.trim();
@@ -282,34 +271,26 @@ export class DeadLetterQueue {
 
   /** {@link applyRetention}, saying how many went for their age and how many for the count. */
   async trim(): Promise<RetentionResult> {
-    const total: RetentionResult = { byAge: 0, byCount: 0 };
-    const cutoff = this.clock.now() - this.retention.maxAgeMs;
     for (;;) {
-      const [byAge, byCount] = await runScript<[number, number]>(
-        this.redis,
-        'trimDead',
-        [this.keys.dead],
-        [this.keys.deadRecordPrefix, cutoff, this.retention.maxCount, 1000],
-      );
-      total.byAge += byAge;
-      total.byCount += byCount;
-      if (byAge + byCount < 1000) break;
+      const pass = await this.retentionPass();
+      if (pass.kind === 'done') return pass.removed;
+      await sleep(Math.min(100, Math.max(10, pass.retryInMs)));
     }
-    const removed = total.byAge + total.byCount;
-    if (removed > 0) {
-      this.logger.warn(
-        {
-          removedByAge: total.byAge,
-          removedByCount: total.byCount,
-          maxAgeMs: this.retention.maxAgeMs,
-          maxCount: this.retention.maxCount,
-        },
-        `DLQ retention removed ${removed} dead job(s): ${total.byAge} older than maxAgeMs, ` +
-          `${total.byCount} beyond maxCount`,
-      );
-      this.options.onTrim?.(total);
-    }
-    return total;
+  }
+
+  /** One retention pass, or `busy` when another pass of the fleet runs (see `runRetentionPass`). */
+  retentionPass(signal?: AbortSignal): Promise<RetentionPass> {
+    return runRetentionPass(
+      {
+        redis: this.redis,
+        keys: this.keys,
+        retention: this.retention,
+        clock: this.clock,
+        logger: this.logger,
+        onTrim: this.options.onTrim,
+      },
+      signal,
+    );
   }
 
   async close(): Promise<void> {

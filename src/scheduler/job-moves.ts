@@ -10,14 +10,16 @@ import type { RedisClient } from '../redis/connection.js';
 import { parseJobState, serializeJobState, type JobState } from '../policy/job-state.js';
 import { requeueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
+import { wrapCompletion, type CompletionBackend } from './bull-completion.js';
 
 /**
  * The one module that knows BullMQ's insides: its key layout (`bull:<queue>:…`,
  * a job hash per id, `<job>:lock`), the fields of a job hash, its queue
  * backend's `moveToDelayed` (with `fieldsToUpdate` and `fetchNext`),
  * `moveToFinishedArgs` (with `fieldsToUpdate`) and `execCommand`, and the
- * backend's `moveToFinished` (replaced by a copy that sees its reply) and its
- * helpers `raw2NextJobData` and `finishedErrors`, and the
+ * backend's `moveToFinished` (replaced by a copy that sees its reply) and
+ * `moveToCompleted` (replaced in `bull-completion.ts`, which stores a result
+ * serialised once), their helpers `raw2NextJobData` and `finishedErrors`, and the
  * worker's `createJob`, `handleFailed`, `updateDelays` and `mainLoopQueue`
  * (see {@link BullWorker}). Everything else moves jobs through the functions
  * here.
@@ -96,31 +98,11 @@ interface StateFields {
 const fetchingCommands = new Set(['moveToActive', 'moveToDelayed']);
 
 /** What of BullMQ's queue backend {@link BullWorker} wraps (public in its typings or not). */
-interface WrappedBackend {
-  readonly moveToFinishedKeys: readonly unknown[];
+interface WrappedBackend extends CompletionBackend {
   /** The worker; its `client` is the connection BullMQ's commands go through. */
   readonly queue: { readonly client: Promise<unknown> };
   execCommand(client: unknown, commandName: string, args: unknown[]): unknown;
   finishedErrors(args: { code: number; jobId: string; command: string; state: string }): Error;
-  moveToFinished(jobId: string, args: unknown[]): Promise<unknown>;
-  moveToCompletedArgs(
-    job: Job,
-    returnvalue: unknown,
-    removeOnComplete: unknown,
-    token: string,
-    fetchNext?: boolean,
-  ): unknown[];
-  moveToFinishedArgs(
-    job: Job,
-    val: unknown,
-    propVal: 'returnvalue',
-    shouldRemove: unknown,
-    target: 'completed',
-    token: string,
-    timestamp: number,
-    fetchNext: boolean,
-    fieldsToUpdate: Record<string, string>,
-  ): unknown[];
 }
 
 /**
@@ -189,31 +171,7 @@ export class BullWorker extends Worker {
       this.capture(result);
       return raw2NextJobData(result as unknown[]);
     };
-    const completedArgs = backend.moveToCompletedArgs.bind(backend);
-    backend.moveToCompletedArgs = (
-      job,
-      returnvalue,
-      removeOnComplete,
-      token,
-      fetchNext = false,
-    ) => {
-      const args = completedArgs(job, returnvalue, removeOnComplete, token, fetchNext);
-      const rq = this.finalState.get(job);
-      if (rq === undefined) return args;
-      // The same arguments with `fieldsToUpdate`, at the finish time BullMQ chose (ARGV[2]).
-      const finishedOn = args[backend.moveToFinishedKeys.length + 1] as number;
-      return backend.moveToFinishedArgs(
-        job,
-        returnvalue,
-        'returnvalue',
-        removeOnComplete,
-        'completed',
-        token,
-        finishedOn,
-        fetchNext,
-        { rq },
-      );
-    };
+    wrapCompletion(backend, (job) => this.finalState.get(job));
   }
 
   protected override createJob(data: JobJson, jobId: string): Job {

@@ -4,6 +4,7 @@ import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/brea
 import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { parseClassifyOptions } from '../policy/classify/index.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
+import { StoredResult } from '../policy/outcome.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
 import { checkConnectionKind } from '../redis/check-redis.js';
 import { isCluster, resolveRedis, type RedisClient } from '../redis/connection.js';
@@ -19,6 +20,7 @@ import { FetchPause } from './fetch-pause.js';
 import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
+import { RetentionKeeper } from './retention-keeper.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
 import { parseConfig } from '../policy/validate.js';
@@ -63,8 +65,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private readonly applyContext: ApplyContext;
   private readonly started: Promise<void>;
 
-  private lastRetentionAt = -Infinity;
-  private retention: Promise<unknown> = Promise.resolve();
+  private readonly retention: RetentionKeeper;
   private closed: Promise<void> | undefined;
 
   constructor(
@@ -129,6 +130,12 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       logger: this.logger,
       onTrim: (removed) => this.safeEmit(this.logger, 'dlq:trimmed', { queue: name, ...removed }),
     });
+    this.retention = new RetentionKeeper({
+      pass: (signal) => this.dlq.retentionPass(signal),
+      clock: this.clock,
+      logger: this.logger,
+      intervalMs: this.dlq.retention.intervalMs,
+    });
     this.bull = new BullWorker(name, (job, token) => this.process(job, token), {
       connection: redis,
       prefix: bullPrefix(name, isCluster(redis), options.prefix),
@@ -190,7 +197,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       logger: this.logger,
       clock: this.clock,
       onDead: options.onDead,
-      afterDeath: () => this.scheduleRetention(),
+      afterDeath: () => this.retention.noteDeath(),
     };
     // BullMQ emits `completed` once the job is stored as completed.
     this.bull.on('completed', (job, result) => {
@@ -198,7 +205,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         queue: name,
         jobId: String(job.id),
         attempt: (job as AttemptTagged)[attemptTag] ?? job.attemptsStarted,
-        result,
+        // The handler's own value: what was stored is its one serialisation.
+        result: result instanceof StoredResult ? result.value : result,
         enqueuedAt: job.timestamp,
         finishedAt: job.finishedOn ?? this.clock.now(),
       });
@@ -219,6 +227,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   /** Starts processing (when created with `autorun: false`). */
   async run(): Promise<void> {
     await this.started;
+    this.retention.start();
     return this.bull.run();
   }
 
@@ -260,7 +269,12 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       );
     }
     await withDeadline(
-      Promise.allSettled([this.retention, this.gate.close(), this.keys.close(), this.dlq.close()]),
+      Promise.allSettled([
+        this.retention.stop(),
+        this.gate.close(),
+        this.keys.close(),
+        this.dlq.close(),
+      ]),
       left(),
     );
     if (this.owned) this.redis.disconnect();
@@ -306,16 +320,6 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private leave(err: unknown, job: Job): Error {
     this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
     return new DelayedError('left to stalled recovery');
-  }
-
-  /** DLQ retention, at most once a second as jobs die, off the job's path. */
-  private scheduleRetention(): void {
-    const now = this.clock.now();
-    if (now - this.lastRetentionAt < 1000) return;
-    this.lastRetentionAt = now;
-    this.retention = this.dlq
-      .applyRetention()
-      .catch((err) => this.logger.warn({ err }, 'could not apply the DLQ retention'));
   }
 }
 

@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import { DelayedError, Job, Queue, type JobJson } from 'bullmq';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { emptyJobState, parseJobState } from '../../src/policy/job-state.js';
+import { StoredResult } from '../../src/policy/outcome.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import {
@@ -190,6 +191,25 @@ describe('BullMQ internals used by job-moves.ts', () => {
     );
     expect(await t.queue.getJobState(String(other.id))).toBe('active');
     expect(await admin.hget(`${bullKeys(t.name).prefix}${String(other.id)}`, 'rq')).toBeNull();
+  });
+
+  it('completes a job with a result serialised once: its text stored verbatim, the value never read', async () => {
+    const t = setup('complete-once');
+    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    const { worker, job, token } = await takeJob(t.name);
+    const moves = new JobMoves(admin, worker, t.name);
+    moves.completeWith(job, { ...emptyJobState(), previousDelayMs: 5 });
+    const untouchable = {
+      get total(): never {
+        throw new Error('read again');
+      },
+    };
+    // A spacing JSON.stringify never writes: stored as is, it was not re-serialised.
+    await job.moveToCompleted(new StoredResult('{"total": 1}', untouchable), token, false);
+    const hash = await admin.hgetall(`${bullKeys(t.name).prefix}${String(job.id)}`);
+    expect(hash.returnvalue).toBe('{"total": 1}');
+    expect(parseJobState(hash.rq)).toMatchObject({ previousDelayMs: 5 });
+    expect(await t.queue.getJobState(String(job.id))).toBe('completed');
   });
 
   it('takes the state of the job a completion fetches next: loading it makes no round trip', async () => {

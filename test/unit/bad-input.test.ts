@@ -13,6 +13,7 @@ import { storableDetails, storableResult } from '../../src/policy/outcome.js';
 import { checkQueueSet, parseQueueName } from '../../src/policy/queue-name.js';
 import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
 import { ConfigError, parseConfig } from '../../src/policy/validate.js';
+import { retentionSchema } from '../../src/scheduler/dlq-retention.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import type { RequeueQueue } from '../../src/scheduler/queue.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
@@ -356,7 +357,20 @@ const failureCases: [string, unknown, string, string][] = [
 
 const cycle: Record<string, unknown> = {};
 cycle.self = cycle;
-const resultCases: [string, unknown, boolean][] = [
+/** An object whose getter works on its first read and throws on every later one. */
+function readOnce(): Record<string, unknown> {
+  let reads = 0;
+  return Object.defineProperty({}, 'total', {
+    enumerable: true,
+    get: () => {
+      reads += 1;
+      if (reads > 1) throw new Error('read twice');
+      return 1;
+    },
+  });
+}
+/** The JSON stored for a handler's value, or `false` for a note that it cannot be. */
+const resultCases: [string, unknown, string | undefined | false][] = [
   ['a BigInt', 10n, false],
   ['a cycle', cycle, false],
   [
@@ -368,8 +382,19 @@ const resultCases: [string, unknown, boolean][] = [
     },
     false,
   ],
-  ['a plain object', { ok: true }, true],
-  ['undefined', undefined, true],
+  ['a plain object', { ok: true }, '{"ok":true}'],
+  ['undefined', undefined, undefined],
+  ['an object whose getter throws on its second read', readOnce(), '{"total":1}'],
+  [
+    'an object whose getter throws',
+    Object.defineProperty({}, 'x', {
+      enumerable: true,
+      get: () => {
+        throw new Error('getter threw');
+      },
+    }),
+    false,
+  ],
 ];
 
 // ------------------------------------------------------------------- CLI flags
@@ -530,10 +555,20 @@ describe('the bad-input table', () => {
     expect(classifyError(thrown, classify, 0)).toMatchObject({ kind, reason });
   });
 
-  it.each(resultCases)('handler returns %s', (_label, value, storable) => {
+  it.each(resultCases)('handler returns %s', (_label, value, json) => {
     const stored = storableResult(value);
-    if (storable) expect(stored).toBe(value);
-    else expect(stored).toMatchObject({ requeueUnstorableResult: /not storable as JSON/ });
+    if (json === false)
+      expect(stored).toMatchObject({ requeueUnstorableResult: /not storable as JSON/ });
+    // Serialising what is stored again never reads the handler's value again.
+    else expect(JSON.stringify(stored)).toBe(json);
+  });
+
+  it('DLQ retention: out-of-bounds numbers are refused, naming the field', () => {
+    const parse = (input: unknown) => parseConfig(retentionSchema, input, 'retention');
+    expectConfigError(() => parse({ intervalMs: 0 }), /retention\.intervalMs/);
+    expectConfigError(() => parse({ intervalMs: 86_400_000 }), /retention\.intervalMs/);
+    expectConfigError(() => parse({ maxCount: 0 }), /retention\.maxCount/);
+    expectConfigError(() => parse({ maxAgeMs: -1 }), /retention\.maxAgeMs/);
   });
 
   it('annotate() details: the fields that serialise are kept, the others named', () => {
