@@ -14,7 +14,8 @@ import { runScript } from '../redis/scripts.js';
 import { sleep } from '../util/lifecycle.js';
 import { newJobId, systemClock, type Clock } from '../util/system.js';
 import { replayDeadJobs } from './job-moves.js';
-import { jobIdForKey } from './job-id.js';
+import { isObject, parseJson } from '../util/json.js';
+import { lookupIds } from './job-id.js';
 
 /** A dead job as the DLQ keeps it: everything needed to inspect and replay it. */
 export const deadJobRecordSchema = z.object({
@@ -156,17 +157,10 @@ export class DeadLetterQueue {
     this.keys = requeueKeys(sourceName);
   }
 
-  /** One dead job by its id — or by its idempotency key — or undefined. */
+  /** One dead job by its idempotency key — or by its id — or undefined (see {@link lookupIds}). */
   async get(id: string): Promise<DeadJobRecord | undefined> {
-    const direct = await this.read(id);
-    if (direct) return direct;
-    let keyed: string | undefined;
-    try {
-      keyed = jobIdForKey(id);
-    } catch {
-      return undefined;
-    }
-    return keyed === id ? undefined : this.read(keyed);
+    const records = await this.readMany(lookupIds(id));
+    return records.find((r) => r !== undefined);
   }
 
   /** Dead jobs matching `filter`, newest first, paged by `offset` and `limit`. */
@@ -314,11 +308,6 @@ export class DeadLetterQueue {
 
   async close(): Promise<void> {
     if (this.owned) this.redis.disconnect();
-  }
-
-  private async read(id: string): Promise<DeadJobRecord | undefined> {
-    const [record] = await this.readMany([id]);
-    return record;
   }
 
   /**
@@ -508,19 +497,6 @@ function toRecord(source: string, id: string, raw: RawFields): DeadJobRecord | u
 function parseDeath(raw: string | null | undefined): StoredDeath | undefined {
   const parsed = deathSchema.safeParse(parseJson(raw));
   return parsed.success ? parsed.data : undefined;
-}
-
-function parseJson(raw: string | null | undefined): unknown {
-  if (raw == null) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function matches(

@@ -1,16 +1,83 @@
 /**
- * Maps an idempotency key to a BullMQ job id. BullMQ refuses custom ids that
- * contain `:` or are integers, so those characters are percent-encoded; the
- * mapping is injective, so two keys never share a job.
+ * Job ids made from user input (idempotency keys) and how user input is
+ * turned back into ids: the one module that owns the key → id namespace.
+ *
+ * BullMQ keeps a queue's state at `<prefix>:<queue>:<suffix>` and a job's hash
+ * at `<prefix>:<queue>:<id>`, so an id equal to a suffix (`wait`, `meta`,
+ * `id`…) would be written over BullMQ's own key. A key's id therefore starts
+ * with {@link keyIdPrefix}: `%` begins no BullMQ key suffix (they are words;
+ * `test/unit/job-id.test.ts` checks every one of the installed version), no
+ * producer id ({@link newJobId}'s alphabet has no `%`), and no id of the
+ * earlier encoding (which wrote `%` only as `%25`, `%3A` or a leading `%3<digit>`).
+ * The key follows with `%` and `:` percent-encoded, so an id never holds `:`
+ * (BullMQ refuses it; its per-job keys are `<id>:lock`, `<id>:logs`…).
  */
+
+/** The first characters of every id made from a key: `%7E` is `~` percent-encoded. */
+export const keyIdPrefix = '%7E';
+
+/** Maps an idempotency key to its job id (injective; see the module's comment). */
 export function jobIdForKey(key: string): string {
   if (key.length === 0) throw new RangeError('idempotencyKey must not be empty');
+  return keyIdPrefix + key.replace(/%/g, '%25').replace(/:/g, '%3A');
+}
+
+/**
+ * The key a job id was made from, or `undefined` for an id not made from a
+ * key (a producer id, or an id of the earlier encoding): what users are shown.
+ */
+export function keyForJobId(id: string): string | undefined {
+  if (!id.startsWith(keyIdPrefix) || id.length === keyIdPrefix.length) return undefined;
+  const body = id.slice(keyIdPrefix.length);
+  // Only ids this module makes: `%` appears as `%25` or `%3A`, never `:`.
+  if (body.includes(':') || /%(?!25|3A)/.test(body)) return undefined;
+  return body.replace(/%3A/g, ':').replace(/%25/g, '%');
+}
+
+/**
+ * The id requeue gave a key before the id namespace (≤ 0.x): `%` and `:`
+ * percent-encoded, an integer disguised. Read only, to find jobs stored
+ * before the upgrade; never used to write.
+ */
+export function legacyJobIdForKey(key: string): string {
   let id = key.replace(/%/g, '%25').replace(/:/g, '%3A');
   if (/^\d+$/.test(id)) id = `%3${id[0]}${id.slice(1)}`;
   return id;
 }
 
-/** The inverse of {@link jobIdForKey}. */
-export function keyForJobId(id: string): string {
-  return decodeURIComponent(id);
+/** Whether `id` has the shape of an id requeue generates ({@link newJobId}, or an earlier UUID). */
+export function isProducerId(id: string): boolean {
+  return (
+    /^[A-Z_a-z][-0-9A-Z_a-z]{17}$/.test(id) ||
+    /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/.test(id)
+  );
+}
+
+/**
+ * The ids a user's `input` (a key, or an id as requeue printed it) may name,
+ * as `dlq show`, `--id` and the admin API take it: its key's id first, then
+ * the input itself as an id (never one with `:`, which no job id holds, so
+ * never a key below a job or a BullMQ key like `repeat:…`), then its key's
+ * id of the earlier encoding. A reader must take an id only where it finds a
+ * job there (see `readLiveJob`): the input may name one of BullMQ's keys.
+ */
+export function lookupIds(input: string): string[] {
+  if (input.length === 0) return [];
+  const ids = [jobIdForKey(input)];
+  if (!input.includes(':')) ids.push(input);
+  ids.push(legacyJobIdForKey(input));
+  return [...new Set(ids)];
+}
+
+/**
+ * The id a dead job comes back under when replayed: its own when it is a
+ * key's or a producer's id; an id of the earlier encoding moves into the key
+ * namespace (its key decoded from it, so lookups by the key still find it);
+ * anything else (an id BullMQ was given directly) gets `fresh`.
+ */
+export function replayIdFor(id: string, fresh: string): string {
+  if (keyForJobId(id) !== undefined || isProducerId(id)) return id;
+  if (/%(?!25|3A|3\d)/.test(id)) return fresh;
+  const key = decodeURIComponent(id);
+  return key.length > 0 && legacyJobIdForKey(key) === id ? jobIdForKey(key) : fresh;
 }
