@@ -45,10 +45,15 @@ export function legacyJobIdForKey(key: string): string {
   return id;
 }
 
-/** Whether `id` has the shape of an id requeue generates ({@link newJobId}, or an earlier UUID). */
+/**
+ * Whether `id` has the shape of an id requeue generates ({@link newJobId}:
+ * 18 characters with a capital or a digit among them; or an earlier UUID).
+ * BullMQ's key names are lower-case words, so none has this shape (checked
+ * against the installed version by `test/unit/job-id.test.ts`).
+ */
 export function isProducerId(id: string): boolean {
   return (
-    /^[A-Z_a-z][-0-9A-Z_a-z]{17}$/.test(id) ||
+    (/^[A-Z_a-z][-0-9A-Z_a-z]{17}$/.test(id) && /[0-9A-Z]/.test(id)) ||
     /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/.test(id)
   );
 }
