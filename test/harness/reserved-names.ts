@@ -49,3 +49,42 @@ export function reservedNames(): string[] {
     .filter((n) => n !== '')
     .sort();
 }
+
+/** The Redis type of each BullMQ key of a queue, when BullMQ has made it (6.7). */
+export const bullKeyTypes: Readonly<Record<string, string>> = {
+  wait: 'list',
+  active: 'list',
+  paused: 'list',
+  'waiting-children': 'zset',
+  delayed: 'zset',
+  prioritized: 'zset',
+  completed: 'zset',
+  failed: 'zset',
+  repeat: 'zset',
+  marker: 'zset',
+  stalled: 'set',
+  meta: 'hash',
+  id: 'string',
+  pc: 'string',
+  'stalled-check': 'string',
+  limiter: 'string',
+  events: 'stream',
+};
+
+/**
+ * The reserved names whose key under `base` (`<prefix>:<queue>:`) has a type
+ * other than BullMQ's own, or exists though BullMQ keeps nothing there: a
+ * user's key written over it. Empty when every key is intact.
+ */
+export async function overwrittenKeys(
+  redis: {
+    pipeline(): { type(key: string): unknown; exec(): Promise<[Error | null, unknown][] | null> };
+  },
+  base: string,
+): Promise<string[]> {
+  const names = reservedNames();
+  const pipeline = redis.pipeline();
+  for (const name of names) pipeline.type(base + name);
+  const types = ((await pipeline.exec()) ?? []).map(([, t]) => String(t));
+  return names.filter((name, i) => types[i] !== 'none' && types[i] !== bullKeyTypes[name]);
+}
