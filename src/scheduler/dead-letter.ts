@@ -6,14 +6,14 @@ import {
   deadReasons,
   parseJobState,
   type DeadReason,
-  type JobMeta,
 } from '../policy/job-state.js';
 import { isCluster, resolveRedis, type RedisClient, type RedisLike } from '../redis/connection.js';
 import { bullPrefix, requeueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { sleep } from '../util/lifecycle.js';
-import { newJobId, systemClock, type Clock } from '../util/system.js';
+import { systemClock, type Clock } from '../util/system.js';
 import { replayDeadJobs } from './job-moves.js';
+import { metaKey, replayRefs } from './replay-ids.js';
 import { isObject, parseJson } from '../util/json.js';
 import { lookupIds } from './job-id.js';
 
@@ -241,7 +241,7 @@ export class DeadLetterQueue {
       const moved = await replayDeadJobs(
         this.redis,
         this.sourceName,
-        refs.map((ref) => ({ id: ref.id, gen: ref.gen, freshId: newJobId() })),
+        await replayRefs(this.redis, this.keys.deadRecordPrefix, refs),
         this.clock.now(),
         bullPrefix(this.sourceName, isCluster(this.redis), this.options.prefix),
       );
@@ -474,7 +474,7 @@ function toRecord(source: string, id: string, raw: RawFields): DeadJobRecord | u
   const death = parseDeath(dead);
   if (name == null || gen == null || !death) return undefined;
   const parsedOpts = parseJson(opts);
-  const meta = (isObject(parsedOpts) ? parsedOpts.rq : undefined) as JobMeta | undefined;
+  const key = metaKey(parsedOpts);
   const record: DeadJobRecord = {
     source,
     id,
@@ -482,7 +482,7 @@ function toRecord(source: string, id: string, raw: RawFields): DeadJobRecord | u
     name,
     data: parseJson(data),
     opts: isObject(parsedOpts) ? parsedOpts : {},
-    ...(typeof meta?.key === 'string' ? { idempotencyKey: meta.key } : {}),
+    ...(key !== undefined ? { idempotencyKey: key } : {}),
     reason: death.reason,
     message: death.message,
     attempts: death.attempts,

@@ -74,15 +74,19 @@ export function lookupIds(input: string): string[] {
   return [...new Set(ids)];
 }
 
+/** Whether a dead job comes back under its own id: a key's id or a producer's. */
+export function keepsItsId(id: string): boolean {
+  return keyForJobId(id) !== undefined || isProducerId(id);
+}
+
 /**
  * The id a dead job comes back under when replayed: its own when it is a
- * key's or a producer's id; an id of the earlier encoding moves into the key
- * namespace (its key decoded from it, so lookups by the key still find it);
- * anything else (an id BullMQ was given directly) gets `fresh`.
+ * key's or a producer's ({@link keepsItsId}); else (an id of the earlier
+ * encoding, or one BullMQ was given directly, which may name one of its keys)
+ * its key's id when it has a key, so lookups by the key still find it, and
+ * `fresh` when it has none.
  */
-export function replayIdFor(id: string, fresh: string): string {
-  if (keyForJobId(id) !== undefined || isProducerId(id)) return id;
-  if (/%(?!25|3A|3\d)/.test(id)) return fresh;
-  const key = decodeURIComponent(id);
-  return key.length > 0 && legacyJobIdForKey(key) === id ? jobIdForKey(key) : fresh;
+export function replayIdFor(id: string, key: string | undefined, fresh: string): string {
+  if (keepsItsId(id)) return id;
+  return key !== undefined && key.length > 0 ? jobIdForKey(key) : fresh;
 }

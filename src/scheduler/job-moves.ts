@@ -11,7 +11,6 @@ import { parseJobState, serializeJobState, type JobState } from '../policy/job-s
 import { requeueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { isObject, parseJson } from '../util/json.js';
-import { replayIdFor } from './job-id.js';
 
 /**
  * The one module that knows BullMQ's insides: its key layout (`bull:<queue>:…`,
@@ -457,10 +456,11 @@ export function completedBefore(
   return attemptsMade > counted;
 }
 
-/** A dead record to bring back: its id, the death generation read, a fresh id in case its own is taken. */
+/** A dead record to bring back: its id, the death read, the id to take (`replayIdFor`), one if that is taken. */
 export interface ReplayRef {
   id: string;
   gen: string;
+  want: string;
   freshId: string;
 }
 
@@ -481,7 +481,7 @@ export async function replayDeadJobs(
   const bull = bullKeys(queue, prefix);
   const rq = requeueKeys(queue);
   const args: (string | number)[] = [rq.deadRecordPrefix, bull.prefix, now];
-  for (const ref of refs) args.push(ref.id, ref.gen, replayIdFor(ref.id, ref.freshId), ref.freshId);
+  for (const ref of refs) args.push(ref.id, ref.gen, ref.want, ref.freshId);
   const reply = await runScript<string[]>(
     redis,
     'replayDead',

@@ -21,6 +21,7 @@ import { parseServiceConfig } from '../../workers/service/config.js';
 import { startService } from '../../workers/service/service.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cli } from '../harness/cli.js';
+import { seedDead } from '../harness/dlq.js';
 import { cleanQueue, connect, onCluster, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { overwrittenKeys, reservedNames } from '../harness/reserved-names.js';
 
@@ -207,5 +208,22 @@ describe('a job key equal to one of BullMQ’s or requeue’s key names', () => 
     expect(await readLiveJob(redis, name, jobIdForKey('invoice:42'), prefix)).toMatchObject({
       where: 'completed',
     });
+  });
+
+  it('a dead record named like a BullMQ key (left by the old defect) is replayed under its key’s id or a fresh one, never over BullMQ’s key', async () => {
+    const { name, queue, dlq, completed } = setup('rk-old-dead');
+    const base = { name: 'job', opts: {}, reason: 'permanent-error', message: 'x' } as const;
+    const record = { ...base, attempts: 1, history: [], deadAt: 1_000, replays: 0, source: name };
+    // `wait` died with its key `wait`; `meta` was added straight to BullMQ under that id, keyless.
+    await seedDead(redis, { ...record, id: 'wait', data: { n: 1 }, idempotencyKey: 'wait' });
+    await seedDead(redis, { ...record, id: 'meta', data: { n: 2 } });
+    const replayed = await dlq.replay({});
+    expect(replayed.done).toBe(2);
+    const renamed = new Map(replayed.renamed.map((r) => [r.from, r.to]));
+    expect(renamed.get('wait')).toBe(jobIdForKey('wait'));
+    expect(renamed.get('meta')).toMatch(/^[A-Z][-0-9A-Za-z_]{17}$/);
+    await queue.add('normal', {});
+    await expect.poll(completed, { timeout: 10_000 }).toBe(3);
+    await expectBullKeysIntact(name);
   });
 });

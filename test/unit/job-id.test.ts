@@ -149,15 +149,19 @@ describe('a key’s job id (jobIdForKey) can never name a key BullMQ or requeue 
     expect(lookupIds('')).toEqual([]);
   });
 
-  it('a replayed job keeps a key’s or producer’s id; an earlier keyed id moves into the namespace', () => {
+  it('a replayed job keeps a key’s or producer’s id; any other id gives way to its key’s id, or a fresh one', () => {
     const fresh = newJobId();
     const id = newJobId();
-    expect(replayIdFor(id, fresh)).toBe(id);
-    expect(replayIdFor(jobIdForKey('order:42'), fresh)).toBe(jobIdForKey('order:42'));
-    expect(replayIdFor('order%3A42', fresh)).toBe(jobIdForKey('order:42'));
-    expect(replayIdFor('%342', fresh)).toBe(jobIdForKey('42'));
+    expect(replayIdFor(id, undefined, fresh)).toBe(id);
+    const keyed = jobIdForKey('order:42');
+    expect(replayIdFor(keyed, 'order:42', fresh)).toBe(keyed);
+    // An id of the earlier encoding moves into the namespace, found by its key.
+    expect(replayIdFor('order%3A42', 'order:42', fresh)).toBe(keyed);
+    expect(replayIdFor('%342', '42', fresh)).toBe(jobIdForKey('42'));
     // A dead record left by the old defect, named like a BullMQ key, never goes back there.
-    for (const name of names) expect(replayIdFor(name, fresh)).not.toBe(name);
-    expect(replayIdFor('a%zz', fresh)).toBe(fresh);
+    for (const name of names) {
+      expect(replayIdFor(name, name, fresh)).toBe(jobIdForKey(name));
+      expect(replayIdFor(name, undefined, fresh)).toBe(fresh);
+    }
   });
 });
