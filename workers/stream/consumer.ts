@@ -429,13 +429,9 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     const { stream, group } = this.config;
     const key = retryIdempotencyKey(stream, group, id);
     // Its key's id, or the earlier encoding's for a hand-off made before the upgrade.
-    const ids = [jobIdForKey(key), legacyJobIdForKey(key)] as const;
-    const bull = this.retryQueue.bull;
-    const [live, old, dead] = await Promise.all([
-      ...ids.map((j) => bull.getJob(j)),
-      this.dlq.get(key),
-    ]);
-    return live ? ids[0] : old ? ids[1] : dead?.id;
+    for (const jobId of [jobIdForKey(key), legacyJobIdForKey(key)])
+      if (await this.retryQueue.bull.getJob(jobId)) return jobId;
+    return (await this.dlq.get(key))?.id;
   }
 
   private ack(id: string): void {
