@@ -6,13 +6,12 @@ import {
   deadReasons,
   parseJobState,
   type DeadReason,
-  type JobMeta,
 } from '../policy/job-state.js';
 import { isCluster, resolveRedis, type RedisClient, type RedisLike } from '../redis/connection.js';
 import { bullPrefix, requeueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { sleep } from '../util/lifecycle.js';
-import { newJobId, systemClock, type Clock } from '../util/system.js';
+import { systemClock, type Clock } from '../util/system.js';
 import {
   retentionSchema,
   runRetentionPass,
@@ -21,7 +20,9 @@ import {
   type RetentionResult,
 } from './dlq-retention.js';
 import { replayDeadJobs } from './job-moves.js';
-import { jobIdForKey } from './job-id.js';
+import { metaKey, replayRefs } from './replay-ids.js';
+import { isObject, parseJson } from '../util/json.js';
+import { lookupIds } from './job-id.js';
 
 /** A dead job as the DLQ keeps it: everything needed to inspect and replay it. */
 export const deadJobRecordSchema = z.object({
@@ -144,17 +145,10 @@ export class DeadLetterQueue {
     this.keys = requeueKeys(sourceName);
   }
 
-  /** One dead job by its id — or by its idempotency key — or undefined. */
+  /** One dead job by its idempotency key — or by its id — or undefined (see {@link lookupIds}). */
   async get(id: string): Promise<DeadJobRecord | undefined> {
-    const direct = await this.read(id);
-    if (direct) return direct;
-    let keyed: string | undefined;
-    try {
-      keyed = jobIdForKey(id);
-    } catch {
-      return undefined;
-    }
-    return keyed === id ? undefined : this.read(keyed);
+    const records = await this.readMany(lookupIds(id));
+    return records.find((r) => r !== undefined);
   }
 
   /** Dead jobs matching `filter`, newest first, paged by `offset` and `limit`. */
@@ -235,7 +229,7 @@ export class DeadLetterQueue {
       const moved = await replayDeadJobs(
         this.redis,
         this.sourceName,
-        refs.map((ref) => ({ id: ref.id, gen: ref.gen, freshId: newJobId() })),
+        await replayRefs(this.redis, this.keys.deadRecordPrefix, refs),
         this.clock.now(),
         bullPrefix(this.sourceName, isCluster(this.redis), this.options.prefix),
       );
@@ -295,11 +289,6 @@ export class DeadLetterQueue {
 
   async close(): Promise<void> {
     if (this.owned) this.redis.disconnect();
-  }
-
-  private async read(id: string): Promise<DeadJobRecord | undefined> {
-    const [record] = await this.readMany([id]);
-    return record;
   }
 
   /**
@@ -466,7 +455,7 @@ function toRecord(source: string, id: string, raw: RawFields): DeadJobRecord | u
   const death = parseDeath(dead);
   if (name == null || gen == null || !death) return undefined;
   const parsedOpts = parseJson(opts);
-  const meta = (isObject(parsedOpts) ? parsedOpts.rq : undefined) as JobMeta | undefined;
+  const key = metaKey(parsedOpts);
   const record: DeadJobRecord = {
     source,
     id,
@@ -474,7 +463,7 @@ function toRecord(source: string, id: string, raw: RawFields): DeadJobRecord | u
     name,
     data: parseJson(data),
     opts: isObject(parsedOpts) ? parsedOpts : {},
-    ...(typeof meta?.key === 'string' ? { idempotencyKey: meta.key } : {}),
+    ...(key !== undefined ? { idempotencyKey: key } : {}),
     reason: death.reason,
     message: death.message,
     attempts: death.attempts,
@@ -489,19 +478,6 @@ function toRecord(source: string, id: string, raw: RawFields): DeadJobRecord | u
 function parseDeath(raw: string | null | undefined): StoredDeath | undefined {
   const parsed = deathSchema.safeParse(parseJson(raw));
   return parsed.success ? parsed.data : undefined;
-}
-
-function parseJson(raw: string | null | undefined): unknown {
-  if (raw == null) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function matches(

@@ -11,6 +11,7 @@ import { parseJobState, serializeJobState, type JobState } from '../policy/job-s
 import { requeueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { wrapCompletion, type CompletionBackend } from './bull-completion.js';
+import { isObject, parseJson } from '../util/json.js';
 
 /**
  * The one module that knows BullMQ's insides: its key layout (`bull:<queue>:…`,
@@ -413,10 +414,11 @@ export function completedBefore(
   return attemptsMade > counted;
 }
 
-/** A dead record to bring back: its id, the death generation read, a fresh id in case its own is taken. */
+/** A dead record to bring back: its id, the death read, the id to take (`replayIdFor`), one if that is taken. */
 export interface ReplayRef {
   id: string;
   gen: string;
+  want: string;
   freshId: string;
 }
 
@@ -437,7 +439,7 @@ export async function replayDeadJobs(
   const bull = bullKeys(queue, prefix);
   const rq = requeueKeys(queue);
   const args: (string | number)[] = [rq.deadRecordPrefix, bull.prefix, now];
-  for (const ref of refs) args.push(ref.id, ref.gen, ref.freshId);
+  for (const ref of refs) args.push(ref.id, ref.gen, ref.want, ref.freshId);
   const reply = await runScript<string[]>(
     redis,
     'replayDead',
@@ -555,8 +557,8 @@ export interface LiveJob {
 }
 
 /**
- * One job of queue `queue` by id, with where it is, or `undefined` when the
- * queue has no such job: one round trip of reads (HMGET, ZSCORE, LPOS).
+ * One job of queue `queue` by id, with where it is, or `undefined` unless a job's hash is
+ * there (an id may name a BullMQ key): one round trip (TYPE, HMGET, ZSCORE, LPOS).
  */
 export async function readLiveJob(
   redis: RedisClient,
@@ -568,6 +570,7 @@ export async function readLiveJob(
   const replies =
     (await redis
       .pipeline()
+      .type(keys.prefix + id)
       .hmget(keys.prefix + id, 'name', 'data', 'opts', 'timestamp', 'ats', 'rq', 'rql')
       .zscore(keys.delayed, id)
       .lpos(keys.wait, id)
@@ -581,49 +584,35 @@ export async function readLiveJob(
     if (err) throw err;
     return v;
   };
-  const [name, data, opts, timestamp, ats, rq, rql] = value(0) as (string | null)[];
-  if (name == null) return undefined;
-  const delayed = value(1) as string | null;
+  const [name, data, opts, timestamp, ats, rq, rql] = (value(0) === 'hash' ? value(1) : []) as (
+    string | null
+  )[];
+  if (name == null || opts == null || timestamp == null) return undefined;
+  const delayed = value(2) as string | null;
   const where: LiveJobState =
     delayed !== null
       ? 'delayed'
-      : value(2) !== null || value(3) !== null
+      : value(3) !== null || value(4) !== null
         ? 'waiting'
-        : value(4) !== null
+        : value(5) !== null
           ? 'active'
-          : value(5) !== null
+          : value(6) !== null
             ? 'completed'
-            : value(6) !== null
+            : value(7) !== null
               ? 'failed'
               : 'unknown';
-  const parsedOpts = parseJsonObject(opts);
+  const parsedOpts = parseJson(opts);
   const job: LiveJob = {
     id,
     name,
-    data: parseJsonValue(data),
-    opts: parsedOpts,
+    data: parseJson(data),
+    opts: isObject(parsedOpts) ? parsedOpts : {},
     where,
     attemptsStarted: Number(ats ?? 0),
     state: parseJobState(rq),
     life: Number(rql ?? 0),
   };
   if (delayed !== null) job.dueAt = delayedDueAt(Number(delayed));
-  if (timestamp != null && Number.isFinite(Number(timestamp))) job.addedAt = Number(timestamp);
+  if (Number.isFinite(Number(timestamp))) job.addedAt = Number(timestamp);
   return job;
-}
-
-function parseJsonValue(raw: string | null | undefined): unknown {
-  if (raw == null) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-}
-
-function parseJsonObject(raw: string | null | undefined): Record<string, unknown> {
-  const value = parseJsonValue(raw);
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : {};
 }

@@ -11,7 +11,7 @@ import {
 import { isCluster, resolveRedis, type RedisClient, type RedisLike } from '../redis/connection.js';
 import { bullPrefix, requeueKeys } from '../redis/keys.js';
 import { newJobId } from '../util/system.js';
-import { jobIdForKey } from './job-id.js';
+import { jobIdForKey, keyForJobId } from './job-id.js';
 import type { JobMeta } from '../policy/job-state.js';
 
 /** Options of {@link createQueue}. */
@@ -52,8 +52,11 @@ export interface AddOptions {
 
 /** A job as {@link RequeueQueue.add} reports it. */
 export interface AddedJob {
+  /** The job's id: for a keyed job, its key in requeue's id namespace (`src/scheduler/job-id.ts`). */
   id: string;
   name: string;
+  /** The idempotency key the job was added with, if any. */
+  key?: string;
 }
 
 /**
@@ -95,7 +98,7 @@ export class RequeueQueue<T = unknown> {
       this.validate(data, 'data'),
       this.jobOptions(name, opts, ''),
     );
-    return { id: String(job.id), name: job.name };
+    return added(job);
   }
 
   /** Adds many jobs in one round trip (atomically, as BullMQ's addBulk does). */
@@ -105,8 +108,7 @@ export class RequeueQueue<T = unknown> {
       data: this.validate(data, jobs.length > 1 ? `jobs.${index}.data` : 'data'),
       opts: this.jobOptions(name, opts, jobs.length > 1 ? `jobs.${index}.` : ''),
     }));
-    const added = await this.bull.addBulk(entries);
-    return added.map((job) => ({ id: String(job.id), name: job.name }));
+    return (await this.bull.addBulk(entries)).map(added);
   }
 
   /** Counts of jobs per state, the dead ones included. */
@@ -151,6 +153,13 @@ export class RequeueQueue<T = unknown> {
     if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
     return jobOpts;
   }
+}
+
+/** A job as an add reports it: its key shown as the user gave it, not as its id. */
+function added(job: { id?: string | undefined; name: string }): AddedJob {
+  const id = String(job.id);
+  const key = keyForJobId(id);
+  return key === undefined ? { id, name: job.name } : { id, name: job.name, key };
 }
 
 /**

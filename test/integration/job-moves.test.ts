@@ -25,6 +25,7 @@ import {
   nextDelayed,
   readLiveJob,
 } from '../../src/scheduler/job-moves.js';
+import { newJobId } from '../../src/util/system.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cleanQueue, connect, uniqueQueueName } from '../harness/redis.js';
 
@@ -254,7 +255,9 @@ describe('BullMQ internals used by job-moves.ts', () => {
 
   it('a keyless death leaves a marker: a re-sent add of its id is a no-op, and a replay takes the id back', async () => {
     const t = setup('resend-guard');
-    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    // A producer's id, as requeue gives every keyless job (a replay keeps only such ids).
+    const j1 = newJobId();
+    await t.queue.add('x', { n: 1 }, { jobId: j1 });
     const { worker, job, token } = await takeJob(t.name);
     const moves = new JobMoves(admin, worker, t.name);
     const moved = await moves.deadLetter(
@@ -267,7 +270,7 @@ describe('BullMQ internals used by job-moves.ts', () => {
       60_000,
     );
     expect(moved).toMatchObject({ kind: 'moved' });
-    const marker = `${bullKeys(t.name).prefix}j1`;
+    const marker = `${bullKeys(t.name).prefix}${j1}`;
     expect(await admin.hgetall(marker)).toEqual({
       rqgone: (moved as { generation: string }).generation,
     });
@@ -275,7 +278,7 @@ describe('BullMQ internals used by job-moves.ts', () => {
     expect(ttl).toBeGreaterThan(50_000);
     expect(ttl).toBeLessThanOrEqual(60_000);
     // What the client sends again after a reconnect: BullMQ's add of the same id.
-    await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
+    await t.queue.add('x', { n: 1 }, { jobId: j1 });
     expect(await t.queue.getJobCounts('wait', 'active', 'delayed', 'completed')).toEqual({
       wait: 0,
       active: 0,
@@ -284,10 +287,10 @@ describe('BullMQ internals used by job-moves.ts', () => {
     });
     // A replay takes the marker's id: the dead job comes back as itself.
     const dlq = new DeadLetterQueue(t.name, { connection: admin });
-    const replayed = await dlq.replay({ id: 'j1' });
+    const replayed = await dlq.replay({ id: j1 });
     expect(replayed).toMatchObject({ done: 1 });
     expect('renamed' in replayed ? replayed.renamed : []).toEqual([]);
-    expect(await t.queue.getJobState('j1')).toBe('waiting');
+    expect(await t.queue.getJobState(j1)).toBe('waiting');
     expect(await admin.hget(marker, 'rqgone')).toBeNull();
     expect(await admin.pttl(marker)).toBe(-1);
   });

@@ -10,6 +10,7 @@ import { parseServiceConfig } from '../../workers/service/config.js';
 import { chooseRedis, noRedisHelp } from '../../workers/service/embedded-redis.js';
 import { startService, type RunningService } from '../../workers/service/service.js';
 import { verifyWebhook } from '../../workers/webhook/index.js';
+import { jobIdForKey } from '../../src/scheduler/job-id.js';
 import { freePort, startRedisServer } from '../../src/redis/redis-server.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { promtoolCheck, sample } from '../harness/promtool.js';
@@ -133,7 +134,7 @@ describe('the requeue service', () => {
       idempotencyKey: 'k-1',
     });
     expect(res.status).toBe(202);
-    expect(await res.json()).toEqual({ queue: jobQueue, id: 'k-1' });
+    expect(await res.json()).toEqual({ queue: jobQueue, id: jobIdForKey('k-1'), key: 'k-1' });
     expect(await done).toEqual({ ok: true, attempt: 1 });
   });
 

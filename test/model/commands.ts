@@ -14,6 +14,7 @@ import {
   type DeadJobRecord,
 } from '../../src/index.js';
 import { requeueKeys } from '../../src/redis/keys.js';
+import { overwrittenKeys, reservedNames } from '../harness/reserved-names.js';
 import type { Model } from './model.js';
 import { type LogicalJob } from './model.js';
 import {
@@ -239,6 +240,27 @@ export class AddMany extends Base {
   }
   toString(): string {
     return `addMany(${this.adds.map((a) => a.toString()).join(', ')})`;
+  }
+}
+
+/**
+ * Keyed adds whose keys are BullMQ's or requeue's own key names (issue 21):
+ * each is an ordinary keyed add, and afterwards every BullMQ key of the queue
+ * still has its own type; the run's promises are checked at quiescence as for
+ * any add.
+ */
+export class AddReservedKeys extends Base {
+  constructor(readonly adds: Add[]) {
+    super();
+  }
+  protected async act(m: Model, r: RealSystem): Promise<void> {
+    for (const add of this.adds) await add.act(m, r);
+    const overwritten = await overwrittenKeys(r.admin, `${r.queue.bull.qualifiedName}:`);
+    if (overwritten.length > 0)
+      m.violations.push(`#${m.step} a key overwrote BullMQ's ${overwritten.join(', ')}`);
+  }
+  toString(): string {
+    return `addReservedKeys(${this.adds.map((a) => a.toString()).join(', ')})`;
   }
 }
 
@@ -552,6 +574,13 @@ export function commandArbs(without: ReadonlySet<string>): fc.Arbitrary<Cmd>[] {
       fc
         .array(fc.tuple(fc.option(key, { nil: undefined }), plan), { minLength: 2, maxLength: 5 })
         .map((adds) => new AddMany(adds.map(([k, p]) => new Add(k, p)))),
+      2,
+    ],
+    [
+      'reserved-keys',
+      fc
+        .array(fc.tuple(fc.constantFrom(...reservedNames()), plan), { minLength: 1, maxLength: 4 })
+        .map((adds) => new AddReservedKeys(adds.map(([k, p]) => new Add(k, p)))),
       2,
     ],
     ['pause', fc.integer({ min: 20, max: 400 }).map((ms) => new Pause(ms)), 3],

@@ -23,6 +23,8 @@ import {
   type IntakeServer,
 } from '../../workers/service/http.js';
 import { webhookJobSchema } from '../../workers/webhook/worker.js';
+import { jobIdForKey, keyForJobId, keyIdPrefix } from '../../src/scheduler/job-id.js';
+import { reservedNames } from '../harness/reserved-names.js';
 
 /**
  * The bad-input table (issue 9, item 8): malformed input at every edge,
@@ -849,6 +851,41 @@ describe('the bad-input table: the intake API', () => {
     expect(jsonDeeperThan('{"a":"[[[[[[[[[["}', 2)).toBe(false);
     expect(jsonDeeperThan('{"a":"\\"[[["}', 1)).toBe(false);
     expect(jsonDeeperThan('[[[]]]', 2)).toBe(true);
+  });
+});
+
+// ------------------------------------------- keys named like BullMQ's or requeue's keys
+/**
+ * Issue 21, part 1: keys equal to a key name BullMQ or requeue owns, or shaped
+ * to reach one. Each is accepted and gets an id in the key namespace that
+ * names no key of either (`test/integration/reserved-keys.test.ts` runs them
+ * through every entry point against Redis).
+ */
+const reservedKeyCases: [string, string][] = [
+  ...reservedNames().map((name): [string, string] => [`the key "${name}"`, name]),
+  ['a key shaped like a key id', `${keyIdPrefix}wait`],
+  ['a key below a BullMQ key', 'repeat:x'],
+  ['a key below a job', 'wait:lock'],
+  ['a key "0" (BullMQ refuses id 0)', '0'],
+  ['a key "0:x"', '0:x'],
+  ['an integer key', '42'],
+  ['a key of 512 characters', 'k'.repeat(512)],
+];
+describe('the bad-input table: keys named like BullMQ’s or requeue’s keys', () => {
+  const reserved = new Set(reservedNames());
+  it.each(reservedKeyCases)('%s gets a job id that names no BullMQ or requeue key', (_l, key) => {
+    const id = jobIdForKey(key);
+    expect(id.startsWith(keyIdPrefix)).toBe(true);
+    expect(reserved.has(id)).toBe(false);
+    expect(id).not.toContain(':');
+    expect(id).not.toMatch(/^\d+$/);
+    expect(keyForJobId(id)).toBe(key);
+    expect(
+      webhookJobSchema.safeParse({
+        endpoint: { id: 'ep', url: 'https://example.com/hook' },
+        event: { id: key.slice(0, 256), type: 't', payload: {} },
+      }).success || /[^\x21-\x2d\x2f-\x7e]/.test(key),
+    ).toBe(true);
   });
 });
 

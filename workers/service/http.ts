@@ -229,7 +229,9 @@ export async function createIntakeServer(options: IntakeOptions) {
         ...(body.policy !== undefined ? { policy: body.policy } : {}),
         ...(body.delayMs !== undefined ? { delayMs: body.delayMs } : {}),
       });
-      return reply.code(202).send({ queue: name, id: job.id });
+      return reply
+        .code(202)
+        .send({ queue: name, id: job.id, ...(job.key !== undefined && { key: job.key }) });
     },
   );
 

@@ -7,7 +7,7 @@ import { parseRetryPolicy, type RetryPolicyInput } from '../../src/policy/retry-
 import { resolveRedis, type RedisClient, type RedisLike } from '../../src/redis/connection.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { TypedEmitter } from '../../src/scheduler/events.js';
-import { jobIdForKey } from '../../src/scheduler/job-id.js';
+import { jobIdForKey, legacyJobIdForKey } from '../../src/scheduler/job-id.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { sleep, withDeadline } from '../../src/util/lifecycle.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
@@ -427,12 +427,11 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
   /** The retry job (or dead job) of an entry, if its hand-off already happened. */
   private async handedOffJob(id: string): Promise<string | undefined> {
     const { stream, group } = this.config;
-    const jobId = jobIdForKey(retryIdempotencyKey(stream, group, id));
-    const [live, dead] = await Promise.all([
-      this.retryQueue.bull.getJob(jobId),
-      this.dlq.get(jobId),
-    ]);
-    return live || dead ? jobId : undefined;
+    const key = retryIdempotencyKey(stream, group, id);
+    // Its key's id, or the earlier encoding's for a hand-off made before the upgrade.
+    for (const jobId of [jobIdForKey(key), legacyJobIdForKey(key)])
+      if (await this.retryQueue.bull.getJob(jobId)) return jobId;
+    return (await this.dlq.get(key))?.id;
   }
 
   private ack(id: string): void {

@@ -41,7 +41,10 @@ export function registerEnqueue(program: Command): void {
             : {}),
         });
         if (opts.json) process.stdout.write(JSON.stringify({ queue: queueName, ...job }) + '\n');
-        else process.stdout.write(`enqueued ${job.name} as ${job.id} on ${queueName}\n`);
+        else {
+          const key = job.key === undefined ? '' : ` (key ${job.key})`;
+          process.stdout.write(`enqueued ${job.name} as ${job.id}${key} on ${queueName}\n`);
+        }
       } finally {
         await queue.close();
       }

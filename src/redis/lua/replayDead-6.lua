@@ -1,16 +1,17 @@
 --[[
   Replays dead jobs into their source queue, each in one step and fenced by
   its death generation: a record that is gone, or was replaced by a newer
-  death since the caller read it, is left alone. A record whose source id is
-  taken (the key was re-used; a keyless death's marker does not count) comes
-  back under the fresh id the caller gave,
-  history kept. The record's hash becomes the job's hash again (renamed), its
+  death since the caller read it, is left alone. A record comes back under
+  the id the caller chose (its own, or its key's id when it is an id of the
+  earlier encoding: src/scheduler/job-id.ts); if that is taken (the key was
+  re-used; a keyless death's marker does not count), under the fresh id the
+  caller gave, history kept. The record's hash becomes the job's hash again (renamed), its
   life counter goes up and the attempts start again.
 
   KEYS[1] DLQ index   KEYS[2] wait list   KEYS[3] meta   KEYS[4] active list
   KEYS[5] marker      KEYS[6] events stream
   ARGV[1] dead record key prefix   ARGV[2] job key prefix   ARGV[3] now (ms)
-  ARGV[4..] triples: id, generation, fresh id
+  ARGV[4..] quads: id, generation, id to take, fresh id
 
   Returns a flat list of pairs: id, outcome, where outcome is the id the job
   got in the source queue, or '' when the record was skipped.
@@ -23,13 +24,13 @@ if not paused and concurrency then
 end
 local out = {}
 local added = false
-for i = 4, #ARGV, 3 do
-  local id, gen, fresh = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+for i = 4, #ARGV, 4 do
+  local id, gen, want, fresh = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local deadKey = ARGV[1] .. id
   local target = ''
   if rcall('HGET', deadKey, 'gen') == gen then
-    target = id
-    local source = ARGV[2] .. id
+    target = want
+    local source = ARGV[2] .. want
     if rcall('EXISTS', source) == 1 then
       -- The marker a keyless death leaves against re-sent adds is no job: the id is free.
       if rcall('HEXISTS', source, 'rqgone') == 1 then rcall('DEL', source) else target = fresh end

@@ -19,7 +19,7 @@ import {
   type DeadJobFilter,
   type DeadJobRecord,
 } from '../../../src/scheduler/dead-letter.js';
-import { jobIdForKey } from '../../../src/scheduler/job-id.js';
+import { lookupIds } from '../../../src/scheduler/job-id.js';
 import {
   countDelayedDue,
   nextDelayed,
@@ -225,12 +225,11 @@ export const adminApi: FastifyPluginAsyncZod<AdminApiOptions> = async (api, opti
     async (request) => {
       const q = storesOf(request.params.queue);
       const id = request.params.id;
-      const live =
-        (await readLiveJob(options.redis, q.name, id, q.prefix)) ??
-        (keyedId(id) !== id
-          ? await readLiveJob(options.redis, q.name, keyedId(id), q.prefix)
-          : undefined);
-      if (live) return redact(liveJobView(q.name, live));
+      // By key first, then as an id; readLiveJob takes only a job's hash, never a BullMQ key.
+      for (const candidate of lookupIds(id)) {
+        const live = await readLiveJob(options.redis, q.name, candidate, q.prefix);
+        if (live) return redact(liveJobView(q.name, live));
+      }
       const dead = await q.dlq.get(id);
       if (dead) return redact(deadJobView(dead));
       throw new HttpError(404, `no job "${id}" in ${q.name} or its DLQ`);
@@ -456,14 +455,6 @@ export const adminApi: FastifyPluginAsyncZod<AdminApiOptions> = async (api, opti
     );
   }
 };
-
-function keyedId(id: string): string {
-  try {
-    return jobIdForKey(id);
-  } catch {
-    return id;
-  }
-}
 
 function toFilter(query: {
   id?: string | undefined;

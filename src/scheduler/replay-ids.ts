@@ -1,0 +1,34 @@
+import type { RedisClient } from '../redis/connection.js';
+import { isObject, parseJson } from '../util/json.js';
+import { newJobId } from '../util/system.js';
+import { keepsItsId, replayIdFor } from './job-id.js';
+import type { ReplayRef } from './job-moves.js';
+
+/** The idempotency key in a job's options (`opts.rq.key`, parsed or as stored), if any. */
+export function metaKey(opts: unknown): string | undefined {
+  const parsed = typeof opts === 'string' ? parseJson(opts) : opts;
+  const key = isObject(parsed) && isObject(parsed.rq) ? parsed.rq.key : undefined;
+  return typeof key === 'string' ? key : undefined;
+}
+
+/**
+ * The ids a replay gives dead records ({@link replayIdFor}), each with a
+ * fresh id in case that one is taken. Only a record whose own id it cannot
+ * keep has its key read (one round trip for the batch); a death replaced
+ * meanwhile is fenced out by the replay script's generation check.
+ */
+export async function replayRefs(
+  redis: RedisClient,
+  deadRecordPrefix: string,
+  refs: readonly { id: string; gen: string }[],
+): Promise<ReplayRef[]> {
+  const odd = refs.filter((ref) => !keepsItsId(ref.id));
+  const pipeline = redis.pipeline();
+  for (const ref of odd) pipeline.hget(deadRecordPrefix + ref.id, 'opts');
+  const opts = odd.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+  const keys = new Map(odd.map((ref, i) => [ref.id, metaKey(opts[i]?.[1])]));
+  return refs.map(({ id, gen }) => {
+    const freshId = newJobId();
+    return { id, gen, want: replayIdFor(id, keys.get(id), freshId), freshId };
+  });
+}
