@@ -1,9 +1,12 @@
 /**
  * SIGTERM ends every requeue process within its shutdown timeout, whatever
- * its handlers or its Redis do (issue 8, item 7). Each test starts the real
+ * its handlers or its Redis do (issue 8, item 7; issue 21, part 7: within the
+ * timeout plus ~100 ms, measured from the signal). Each test starts the real
  * process, makes it as hard to stop as it can be (a handler that never
  * returns and holds the event loop open; a Redis that stops answering or is
- * gone), sends SIGTERM, and times the exit.
+ * gone), sends SIGTERM, and times the exit. The work a hung handler held is
+ * not lost: its job is still active (stalled recovery takes it), its stream
+ * entry still pending (another consumer reclaims it).
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -26,10 +29,16 @@ import {
   uniqueQueueName,
 } from '../harness/redis.js';
 
-/** The shutdown timeout every process under test is given. */
-const SHUTDOWN_TIMEOUT_MS = 2_000;
-/** What a process may take past its timeout: the hard-exit margin, and exiting itself. */
-const EXIT_GRACE_MS = 2_000;
+/** The shutdown timeout every process under test is given (issue 21 measured with 1,500 ms). */
+const SHUTDOWN_TIMEOUT_MS = 1_500;
+/**
+ * What a process may take past its timeout: exiting itself, and the test
+ * seeing it. The promise is ~100 ms; on this 2-core machine shared with five
+ * other runs the exits came 16–60 ms past the timeout, once 230 ms, so 300 ms
+ * is slack for load only: a linger after the close (there was one of
+ * 1,000 ms) or a step given the whole timeout after another still fails it.
+ */
+const EXIT_GRACE_MS = 300;
 /** A child starts under tsx in a second or two; two cores are shared. */
 const TEST_TIMEOUT_MS = 60_000;
 
@@ -124,7 +133,8 @@ async function expectEndsInTime(child: TsChild): Promise<void> {
   expect(exit.signal, `killed by the test after ${Math.round(elapsedMs)} ms\n${output}`).toBeNull();
   expect(elapsedMs, output).toBeLessThan(SHUTDOWN_TIMEOUT_MS + EXIT_GRACE_MS);
   expect(child.stdout(), output).toContain('draining');
-  if (process.env.SHUTDOWN_TEST_DEBUG) console.log(`${Math.round(elapsedMs)} ms\n${output}`);
+  if (process.env.SHUTDOWN_TEST_DEBUG)
+    console.log(`exit after ${Math.round(elapsedMs)} ms\n${output}`);
 }
 
 /** A private redis-server for one test, stopped after it (resumed first if frozen). */
@@ -172,8 +182,24 @@ async function silentEndpoint(): Promise<{ url: string; received: Promise<Incomi
 interface ProcessKind {
   /** What it prints once it is ready for work. */
   started: string;
-  /** Starts it against `url`. */
-  spawn(url: string): Promise<{ child: TsChild; hang: () => Promise<void> }>;
+  /**
+   * Starts it against `url`. `hang` gives it work its handler never ends;
+   * `kept` asserts, after the exit, that this work is still where recovery finds it.
+   */
+  spawn(
+    url: string,
+  ): Promise<{ child: TsChild; hang: () => Promise<void>; kept: () => Promise<void> }>;
+}
+
+/** The hung job is still active (stalled recovery's to take), and none failed or vanished. */
+async function expectStillActive(name: string): Promise<void> {
+  const queue = createQueue(name, { connection: redisUrl() });
+  try {
+    const counts = await queue.bull.getJobCounts('active', 'failed', 'completed', 'wait');
+    expect(counts).toEqual({ active: 1, failed: 0, completed: 0, wait: 0 });
+  } finally {
+    await queue.close();
+  }
 }
 
 /** Adds a job to `name` on the run's Redis. */
@@ -210,6 +236,7 @@ const kinds: Record<string, ProcessKind> = {
           await addJob(name);
           await handlerStarted(child, marker);
         },
+        kept: () => expectStillActive(name),
       };
     },
   },
@@ -241,6 +268,7 @@ const kinds: Record<string, ProcessKind> = {
           await addJob(name);
           await handlerStarted(child, marker);
         },
+        kept: () => expectStillActive(name),
       };
     },
   },
@@ -271,6 +299,7 @@ const kinds: Record<string, ProcessKind> = {
           }
           await endpoint.received;
         },
+        kept: () => expectStillActive(name),
       };
     },
   },
@@ -302,6 +331,11 @@ const kinds: Record<string, ProcessKind> = {
           await admin.xadd(stream, '*', 'n', '1');
           await handlerStarted(child, marker);
         },
+        // Pending in the group, unacknowledged: the next consumer reclaims it.
+        kept: async () => {
+          const [pending] = (await admin.xpending(stream, group)) as [number, ...unknown[]];
+          expect(pending).toBe(1);
+        },
       };
     },
   },
@@ -309,18 +343,19 @@ const kinds: Record<string, ProcessKind> = {
 
 describe.each(Object.entries(kinds))('%s', (label, kind) => {
   it(
-    `SIGTERM ends ${label} whose handler hangs`,
+    `SIGTERM ends ${label} whose handler hangs within its timeout, its work kept for recovery`,
     async () => {
-      const { child, hang } = await kind.spawn(redisUrl());
+      const { child, hang, kept } = await kind.spawn(redisUrl());
       await printed(child, kind.started);
       await hang();
       await expectEndsInTime(child);
+      await kept();
     },
     TEST_TIMEOUT_MS,
   );
 
   it(
-    `SIGTERM ends ${label} whose Redis stopped answering`,
+    `SIGTERM ends ${label} whose Redis stopped answering within its timeout`,
     async () => {
       const redis = await privateRedis();
       const { child } = await kind.spawn(redis.url);
@@ -333,7 +368,7 @@ describe.each(Object.entries(kinds))('%s', (label, kind) => {
   );
 
   it(
-    `SIGTERM ends ${label} whose Redis has gone away`,
+    `SIGTERM ends ${label} whose Redis has gone away within its timeout`,
     async () => {
       const redis = await privateRedis();
       const { child } = await kind.spawn(redis.url);
