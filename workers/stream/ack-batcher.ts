@@ -12,7 +12,8 @@ export class AckBatcher {
 
   /**
    * @param send - sends one XACK for `ids`; rejects if Redis did not store it.
-   * @param acked - called after each stored XACK (events must be emitted safely: it must not throw).
+   * @param acked - called after each stored XACK, before its entries' announcements (it must
+   *   not throw: emit with `safeEmit`).
    */
   constructor(
     private readonly send: (ids: string[]) => Promise<void>,
@@ -55,12 +56,12 @@ export class AckBatcher {
           this.waiting.unshift(...ids);
           throw err;
         }
+        this.acked(ids);
         for (const id of ids) {
           const announce = this.announcements.get(id);
           this.announcements.delete(id);
           announce?.();
         }
-        this.acked(ids);
       }
     } finally {
       // In the same synchronous step as the last check: an ack queued after it starts a new flight.
