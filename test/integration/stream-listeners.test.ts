@@ -214,7 +214,7 @@ describe('stream consumer listeners', () => {
       expect(unhandled).toEqual([]);
       expect(ids.map((id) => runs.get(id))).toEqual([1, 1]);
       const handedOff = await consumer.retryQueue.bull.getJobCounts('wait', 'delayed');
-      expect(handedOff.wait + handedOff.delayed).toBe(1);
+      expect((handedOff.wait ?? 0) + (handedOff.delayed ?? 0)).toBe(1);
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
