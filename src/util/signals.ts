@@ -33,6 +33,33 @@ export function shutdownBudget(timeoutMs: number, clock: Clock = systemClock): S
   return { timeoutMs, left: () => Math.max(0, deadline - clock.now()) };
 }
 
+/** Steps a process runs, synchronously, right before a shutdown's exit. */
+const exitSteps: ((timeoutMs: number) => void)[] = [];
+
+/**
+ * Registers a step to run right before {@link closeOnSignal} exits, given at
+ * most `timeoutMs` (e.g. flushing the log lines a stalled stdout reader has
+ * not taken: unbounded, it would hold the exit for ever).
+ */
+export function beforeShutdownExit(step: (timeoutMs: number) => void): void {
+  exitSteps.push(step);
+}
+
+/** The last moment's time to flush what is buffered, in ms, when the deadline itself has come. */
+const lastFlushMs = 50;
+
+/** Runs the registered steps within `timeoutMs`, then exits with `code`. */
+function exitWithin(timeoutMs: number, code: number): never {
+  for (const step of exitSteps) {
+    try {
+      step(timeoutMs);
+    } catch {
+      // An exit step must not stop the exit.
+    }
+  }
+  return process.exit(code);
+}
+
 /** Options of {@link closeOnSignal}. */
 export interface CloseOnSignalOptions {
   /** The process's shutdown timeout, from the signal to the exit, in ms. */
@@ -55,7 +82,8 @@ export interface CloseOnSignalOptions {
  * the signal; `close` gets it and gives each step what is left; the process
  * exits as soon as `close` returns (a handler's timer or connection, not ours
  * to close, must not hold it) and, if `close` has not returned by the
- * deadline, at the deadline. A second signal exits at once. Jobs still active
+ * deadline, at the deadline; the log lines still buffered get what is left
+ * of it, or a moment. A second signal exits at once. Jobs still active
  * are not lost: their locks expire and stalled recovery hands them to another
  * worker.
  */
@@ -67,12 +95,12 @@ export async function closeOnSignal(options: CloseOnSignalOptions): Promise<neve
   logger.info({ signal, shutdownTimeoutMs: timeoutMs }, 'draining');
   const hardExit = setTimeout(() => {
     logger.error({ shutdownTimeoutMs: timeoutMs }, `shutdown timed out; exiting, ${leftBehind}`);
-    process.exit(1);
+    exitWithin(lastFlushMs, 1);
   }, timeoutMs);
   hardExit.unref();
   const again = (second: NodeJS.Signals): void => {
     logger.warn({ signal: second }, `second signal; exiting now, ${leftBehind}`);
-    process.exit(128 + (constants.signals[second] ?? 0));
+    exitWithin(0, 128 + (constants.signals[second] ?? 0));
   };
   process.once('SIGTERM', again);
   process.once('SIGINT', again);
@@ -84,6 +112,6 @@ export async function closeOnSignal(options: CloseOnSignalOptions): Promise<neve
     logger.error({ err }, `shutdown failed; exiting, ${leftBehind}`);
     code = 1;
   }
-  // pino writes synchronously on exit; nothing else of ours is still open.
-  process.exit(code);
+  // Nothing of ours is still open; the logs get what is left (a moment at least).
+  return exitWithin(Math.max(budget.left(), lastFlushMs), code);
 }

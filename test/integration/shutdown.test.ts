@@ -188,7 +188,10 @@ interface ProcessKind {
    */
   spawn(
     url: string,
+    env?: Record<string, string>,
   ): Promise<{ child: TsChild; hang: () => Promise<void>; kept: () => Promise<void> }>;
+  /** Its hung handler is a module of ours, which can log through the process's logger. */
+  handlerModule: boolean;
 }
 
 /** The hung job is still active (stalled recovery's to take), and none failed or vanished. */
@@ -214,8 +217,9 @@ async function addJob(name: string): Promise<void> {
 
 const kinds: Record<string, ProcessKind> = {
   'requeue worker': {
+    handlerModule: true,
     started: 'worker started',
-    spawn: async (url) => {
+    spawn: async (url, env = {}) => {
       const name = cleanedQueueName(admin, 'shutdown-cli');
       const marker = `requeue:{${name}}:test:started`;
       const child = start(
@@ -228,7 +232,7 @@ const kinds: Record<string, ProcessKind> = {
           '--shutdown-timeout-ms',
           String(SHUTDOWN_TIMEOUT_MS),
         ],
-        { REDIS_URL: url, HANG_MARKER: marker, HANG_MARKER_REDIS_URL: redisUrl() },
+        { ...env, REDIS_URL: url, HANG_MARKER: marker, HANG_MARKER_REDIS_URL: redisUrl() },
       );
       return {
         child,
@@ -241,8 +245,9 @@ const kinds: Record<string, ProcessKind> = {
     },
   },
   'the service': {
+    handlerModule: true,
     started: 'requeue service started',
-    spawn: async (url) => {
+    spawn: async (url, env = {}) => {
       const name = cleanedQueueName(admin, 'shutdown-service');
       const marker = `requeue:{${name}}:test:started`;
       const dir = await mkdtemp(join(tmpdir(), 'requeue-shutdown-'));
@@ -256,6 +261,7 @@ const kinds: Record<string, ProcessKind> = {
         }),
       );
       const child = start('workers/service/main.ts', [], {
+        ...env,
         REDIS_URL: url,
         REQUEUE_CONFIG: config,
         REQUEUE_SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
@@ -273,10 +279,12 @@ const kinds: Record<string, ProcessKind> = {
     },
   },
   'the webhook worker': {
+    handlerModule: false,
     started: 'webhook worker started',
-    spawn: async (url) => {
+    spawn: async (url, env = {}) => {
       const name = cleanedQueueName(admin, 'shutdown-webhook');
       const child = start('workers/webhook/main.ts', [], {
+        ...env,
         REDIS_URL: url,
         WEBHOOK_QUEUE: name,
         WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
@@ -304,8 +312,9 @@ const kinds: Record<string, ProcessKind> = {
     },
   },
   'the stream worker': {
+    handlerModule: true,
     started: 'stream consumer started',
-    spawn: async (url) => {
+    spawn: async (url, env = {}) => {
       const stream = uniqueQueueName('shutdown-stream');
       const group = 'billing';
       const retryQueue = `${stream}.${group}.retry`;
@@ -315,6 +324,7 @@ const kinds: Record<string, ProcessKind> = {
       });
       const marker = `requeue:{${stream}}:test:started`;
       const child = start('workers/stream/main.ts', [], {
+        ...env,
         REDIS_URL: url,
         STREAM: stream,
         GROUP: group,
@@ -350,6 +360,31 @@ describe.each(Object.entries(kinds))('%s', (label, kind) => {
       await hang();
       await expectEndsInTime(child);
       await kept();
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it.runIf(kind.handlerModule)(
+    `SIGTERM ends ${label} whose log reader has stalled within its timeout`,
+    async () => {
+      // The handler logs more than the pipe holds, through the process's logger, then hangs.
+      const { child, hang } = await kind.spawn(redisUrl(), { HANG_LOG_LINES: '5000' });
+      await printed(child, kind.started);
+      child.proc.stdout!.pause();
+      await hang();
+      const sentAt = performance.now();
+      child.proc.kill('SIGTERM');
+      // 'exit', not 'close': the pipe stays unread until the process has gone.
+      const exit = await Promise.race([
+        new Promise<number | null>((resolve) => child.proc.once('exit', resolve)),
+        sleep(SHUTDOWN_TIMEOUT_MS + 10_000).then(() => 'still running' as const),
+      ]);
+      const elapsedMs = performance.now() - sentAt;
+      child.proc.stdout!.resume();
+      expect(exit, child.stderr()).not.toBe('still running');
+      expect(elapsedMs, child.stderr()).toBeLessThan(SHUTDOWN_TIMEOUT_MS + EXIT_GRACE_MS);
+      if (process.env.SHUTDOWN_TEST_DEBUG)
+        console.log(`exit after ${Math.round(elapsedMs)} ms (stalled log reader)`);
     },
     TEST_TIMEOUT_MS,
   );
