@@ -9,8 +9,6 @@
  * entry still pending (another consumer reclaims it).
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -19,13 +17,12 @@ import { sleep } from '../../src/util/lifecycle.js';
 import { enqueueWebhook } from '../../workers/webhook/index.js';
 import { spawnTs, type ChildExit, type TsChild } from '../harness/child.js';
 import { onCleanup } from '../harness/cleanup.js';
+import { handlerStarted, printed, privateRedis, silentEndpoint } from '../harness/stopping.js';
 import {
   cleanedQueueName,
   cleanQueue,
   connect,
   redisUrl,
-  startRedisServer,
-  type RedisServerHandle,
   uniqueQueueName,
 } from '../harness/redis.js';
 
@@ -55,47 +52,6 @@ function start(script: string, args: string[], env: Record<string, string>): TsC
     await child.kill('SIGKILL');
   });
   return child;
-}
-
-/** Resolves when the child has printed `text`; rejects if it exits first. */
-function printed(child: TsChild, text: string, timeoutMs = 30_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const stdout = child.proc.stdout!;
-    const timer = setTimeout(
-      () => fail(`did not print "${text}" within ${timeoutMs} ms`),
-      timeoutMs,
-    );
-    const check = (): void => {
-      if (!child.stdout().includes(text)) return;
-      stdout.off('data', check);
-      clearTimeout(timer);
-      resolve();
-    };
-    function fail(why: string): void {
-      stdout.off('data', check);
-      clearTimeout(timer);
-      reject(new Error(`${why}\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`));
-    }
-    stdout.on('data', check);
-    void child.exited.then((exit) => fail(`exited (${exit.signal ?? exit.code}) first`));
-    check();
-  });
-}
-
-/** Resolves when a handler has pushed to the list `marker` on the run's Redis. */
-async function handlerStarted(child: TsChild, marker: string): Promise<void> {
-  const blocking = connect();
-  try {
-    const popped = await Promise.race([
-      blocking.blpop(marker, 30),
-      child.exited.then((exit) => {
-        throw new Error(`exited (${exit.signal ?? exit.code}): ${child.stderr()}`);
-      }),
-    ]);
-    if (!popped) throw new Error(`no handler started within 30 s\n${child.stdout()}`);
-  } finally {
-    blocking.disconnect();
-  }
 }
 
 /**
@@ -135,47 +91,6 @@ async function expectEndsInTime(child: TsChild): Promise<void> {
   expect(child.stdout(), output).toContain('draining');
   if (process.env.SHUTDOWN_TEST_DEBUG)
     console.log(`exit after ${Math.round(elapsedMs)} ms\n${output}`);
-}
-
-/** A private redis-server for one test, stopped after it (resumed first if frozen). */
-async function privateRedis(): Promise<RedisServerHandle & { freeze(): Promise<void> }> {
-  const server = await startRedisServer({ appendonly: false });
-  let frozenPid: number | undefined;
-  onCleanup(async () => {
-    if (frozenPid !== undefined) process.kill(frozenPid, 'SIGCONT');
-    await server.kill();
-  });
-  return {
-    ...server,
-    /** SIGSTOPs the server: connections stay open and nothing answers, like a hung host. */
-    freeze: async () => {
-      const probe = connect(server.url);
-      try {
-        const info = await probe.info('server');
-        frozenPid = Number(/process_id:(\d+)/.exec(info)?.[1]);
-      } finally {
-        probe.disconnect();
-      }
-      process.kill(frozenPid, 'SIGSTOP');
-    },
-  };
-}
-
-/** An HTTP endpoint that accepts webhook deliveries and never answers them. */
-async function silentEndpoint(): Promise<{ url: string; received: Promise<IncomingMessage> }> {
-  let onRequest!: (request: IncomingMessage) => void;
-  const received = new Promise<IncomingMessage>((resolve) => (onRequest = resolve));
-  const server: Server = createServer((request) => onRequest(request));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  onCleanup(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/hook`, received };
 }
 
 /** One kind of requeue process: how to start it, and how to give it work that never ends. */
