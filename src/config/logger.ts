@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { destination, pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { readLogLevel, redactOptionsFromEnv } from './env.js';
 import {
@@ -7,6 +8,7 @@ import {
   redactError,
   redactUrl,
 } from '../util/redact.js';
+import { withDeadline } from '../util/lifecycle.js';
 import { beforeShutdownExit } from '../util/signals.js';
 import { systemClock } from '../util/system.js';
 
@@ -84,8 +86,17 @@ function stdout(): DestinationStream {
     sync: false,
     retryEAGAIN: () => systemClock.now() < flushUntil,
   });
-  beforeShutdownExit((timeoutMs) => {
-    flushUntil = systemClock.now() + timeoutMs;
+  beforeShutdownExit(async (timeoutMs) => {
+    const until = systemClock.now() + timeoutMs;
+    // The write in flight first: flushSync alone writes what is queued behind it before it
+    // (sonic-boom 4 has no public flag for it, so a later one without it just skips the wait).
+    if ((stream as unknown as { _writing?: unknown })._writing === true) {
+      await withDeadline(
+        once(stream, 'drain').catch(() => undefined),
+        timeoutMs,
+      );
+    }
+    flushUntil = until;
     try {
       stream.flushSync();
     } catch {

@@ -33,26 +33,26 @@ export function shutdownBudget(timeoutMs: number, clock: Clock = systemClock): S
   return { timeoutMs, left: () => Math.max(0, deadline - clock.now()) };
 }
 
-/** Steps a process runs, synchronously, right before a shutdown's exit. */
-const exitSteps: ((timeoutMs: number) => void)[] = [];
+/** Steps a process runs right before a shutdown's exit. */
+const exitSteps: ((timeoutMs: number) => Promise<void> | void)[] = [];
 
 /**
  * Registers a step to run right before {@link closeOnSignal} exits, given at
  * most `timeoutMs` (e.g. flushing the log lines a stalled stdout reader has
  * not taken: unbounded, it would hold the exit for ever).
  */
-export function beforeShutdownExit(step: (timeoutMs: number) => void): void {
+export function beforeShutdownExit(step: (timeoutMs: number) => Promise<void> | void): void {
   exitSteps.push(step);
 }
 
 /** The last moment's time to flush what is buffered, in ms, when the deadline itself has come. */
 const lastFlushMs = 50;
 
-/** Runs the registered steps within `timeoutMs`, then exits with `code`. */
-function exitWithin(timeoutMs: number, code: number): never {
+/** Runs the registered steps, each bounded by `timeoutMs`, then exits with `code`. */
+async function exitWithin(timeoutMs: number, code: number): Promise<never> {
   for (const step of exitSteps) {
     try {
-      step(timeoutMs);
+      await step(timeoutMs);
     } catch {
       // An exit step must not stop the exit.
     }
@@ -95,12 +95,12 @@ export async function closeOnSignal(options: CloseOnSignalOptions): Promise<neve
   logger.info({ signal, shutdownTimeoutMs: timeoutMs }, 'draining');
   const hardExit = setTimeout(() => {
     logger.error({ shutdownTimeoutMs: timeoutMs }, `shutdown timed out; exiting, ${leftBehind}`);
-    exitWithin(lastFlushMs, 1);
+    void exitWithin(lastFlushMs, 1);
   }, timeoutMs);
   hardExit.unref();
   const again = (second: NodeJS.Signals): void => {
     logger.warn({ signal: second }, `second signal; exiting now, ${leftBehind}`);
-    exitWithin(0, 128 + (constants.signals[second] ?? 0));
+    void exitWithin(0, 128 + (constants.signals[second] ?? 0));
   };
   process.once('SIGTERM', again);
   process.once('SIGINT', again);
