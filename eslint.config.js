@@ -3,6 +3,17 @@ import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * Events go through `safeEmit` after the state they announce is stored
+ * (promise 4): a plain `.emit(` lets a throwing listener change a job's fate.
+ * Only the events module, which defines `safeEmit`, may touch `emit`.
+ */
+const plainEmit = ['name', 'value'].map((key) => ({
+  selector: `MemberExpression[property.${key}='emit']`,
+  message:
+    'Emit events with safeEmit (src/scheduler/events.ts), after the state they announce is stored: a plain emit lets a listener change the outcome.',
+}));
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.requeue/**', 'coverage/**'] },
   js.configs.recommended,
@@ -89,6 +100,11 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/**/*.{ts,js,mjs}', 'workers/**/*.{ts,js,mjs}'],
+    ignores: ['src/scheduler/events.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...plainEmit] },
+  },
+  {
     // Every job passes through these. On Node 20 a spread copy that then adds
     // fields ({ ...state, newField }) costs microseconds (V8 gives each copy a
     // hidden class of its own): it made requeue's healthy path 15× costlier.
@@ -104,6 +120,7 @@ export default tseslint.config(
     rules: {
       'no-restricted-syntax': [
         'error',
+        ...plainEmit,
         {
           selector: 'ObjectExpression > SpreadElement:first-child ~ Property',
           message:

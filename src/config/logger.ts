@@ -1,4 +1,5 @@
-import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { once } from 'node:events';
+import { destination, pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { readLogLevel, redactOptionsFromEnv } from './env.js';
 import {
   censor,
@@ -7,6 +8,9 @@ import {
   redactError,
   redactUrl,
 } from '../util/redact.js';
+import { withDeadline } from '../util/lifecycle.js';
+import { beforeShutdownExit } from '../util/signals.js';
+import { systemClock } from '../util/system.js';
 
 export type { Logger } from 'pino';
 
@@ -61,8 +65,47 @@ export function createLogger(
       level: options.level ?? readLogLevel(),
       ...redactingLoggerOptions(options.redactHeaders ?? redactOptionsFromEnv().headers),
     },
-    options.destination,
+    options.destination ?? stdout(),
   );
+}
+
+let stdoutStream: DestinationStream | undefined;
+
+/**
+ * Standard output, shared by the loggers {@link createLogger} makes: pino's
+ * own asynchronous destination, except that a shutdown's exit flushes it
+ * within a bound. pino flushes it on exit otherwise, retrying a full pipe
+ * every 100 ms for ever: a log reader that stalls would hold a stopping
+ * process past its deadline.
+ */
+function stdout(): DestinationStream {
+  if (stdoutStream) return stdoutStream;
+  let flushUntil = Infinity;
+  const stream = destination({
+    dest: 1,
+    sync: false,
+    retryEAGAIN: () => systemClock.now() < flushUntil,
+  });
+  beforeShutdownExit(async (timeoutMs) => {
+    const until = systemClock.now() + timeoutMs;
+    // The write in flight first: flushSync alone writes what is queued behind it before it
+    // (sonic-boom 4 has no public flag for it, so a later one without it just skips the wait).
+    if ((stream as unknown as { _writing?: unknown })._writing === true) {
+      await withDeadline(
+        once(stream, 'drain').catch(() => undefined),
+        timeoutMs,
+      );
+    }
+    flushUntil = until;
+    try {
+      stream.flushSync();
+    } catch {
+      // The reader took nothing more in time: drop the rest, so pino's exit flush has none to wait on.
+      stream.destroy();
+    }
+  });
+  stdoutStream = stream;
+  return stream;
 }
 
 /** `redis://user:secret@host` → `redis://user:***@host`, for messages and logs. */

@@ -90,14 +90,23 @@ export class TypedEmitter<E extends { [K in keyof E]: unknown[] }> extends Event
    */
   safeEmit<K extends keyof E & string>(logger: Logger, event: K, ...args: E[K]): void {
     if (this.listenerCount(event) === 0) return;
+    const failed = (err: unknown): void => logger.error({ err, event }, 'event listener failed');
     for (const listener of this.rawListeners(event)) {
       try {
         const returned = (listener as (...a: unknown[]) => unknown).apply(this, args);
-        if (returned instanceof Promise)
-          returned.catch((err: unknown) => logger.error({ err, event }, 'event listener failed'));
+        // Any thenable, not only this realm's Promise: a rejection must never go unhandled.
+        if (isThenable(returned)) returned.then(undefined, failed);
       } catch (err) {
-        logger.error({ err, event }, 'event listener failed');
+        failed(err);
       }
     }
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import type { Logger } from 'pino';
+import { systemClock, type Clock } from './system.js';
 
 /** Resolves on the first SIGTERM or SIGINT: when a process should drain and stop. */
 export function waitForSignal(): Promise<NodeJS.Signals> {
@@ -14,64 +15,103 @@ export function waitForSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/**
+ * What is left of a process's shutdown, measured from its signal: every step
+ * of a close takes `left()` as its timeout, so the steps together never
+ * outlast the one deadline.
+ */
+export interface ShutdownBudget {
+  /** The whole shutdown timeout, in ms. */
+  readonly timeoutMs: number;
+  /** Milliseconds until the process exits whatever is still running (never negative). */
+  left(): number;
+}
+
+/** A budget of `timeoutMs` that starts now. */
+export function shutdownBudget(timeoutMs: number, clock: Clock = systemClock): ShutdownBudget {
+  const deadline = clock.now() + timeoutMs;
+  return { timeoutMs, left: () => Math.max(0, deadline - clock.now()) };
+}
+
+/** Steps a process runs right before a shutdown's exit. */
+const exitSteps: ((timeoutMs: number) => Promise<void> | void)[] = [];
+
+/**
+ * Registers a step to run right before {@link closeOnSignal} exits, given at
+ * most `timeoutMs` (e.g. flushing the log lines a stalled stdout reader has
+ * not taken: unbounded, it would hold the exit for ever).
+ */
+export function beforeShutdownExit(step: (timeoutMs: number) => Promise<void> | void): void {
+  exitSteps.push(step);
+}
+
+/** The last moment's time to flush what is buffered, in ms, when the deadline itself has come. */
+const lastFlushMs = 50;
+
+/** Runs the registered steps, each bounded by `timeoutMs`, then exits with `code`. */
+async function exitWithin(timeoutMs: number, code: number): Promise<never> {
+  for (const step of exitSteps) {
+    try {
+      await step(timeoutMs);
+    } catch {
+      // An exit step must not stop the exit.
+    }
+  }
+  return process.exit(code);
+}
+
 /** Options of {@link closeOnSignal}. */
 export interface CloseOnSignalOptions {
-  /** The process's shutdown timeout: how long `close` may take. */
+  /** The process's shutdown timeout, from the signal to the exit, in ms. */
   timeoutMs: number;
-  /** Closes what the process runs, given {@link CloseOnSignalOptions.timeoutMs}. */
-  close: () => Promise<unknown>;
+  /** Closes what the process runs, each step within `budget.left()`. */
+  close: (budget: ShutdownBudget) => Promise<unknown>;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   /**
    * What an early exit leaves behind, for its log line.
    * @defaultValue `'active jobs are left to stalled recovery'`
    */
   leftBehind?: string;
-  /** How long past `timeoutMs` the process may live if `close` never returns. @defaultValue `1500` */
-  marginMs?: number;
-  /**
-   * How long, once `close` has returned, something the process did not open
-   * (a handler's connection or timer) may keep it alive. @defaultValue `1000`
-   */
-  lingerMs?: number;
+  /** @defaultValue the system clock */
+  clock?: Clock;
 }
 
 /**
- * Waits for SIGTERM or SIGINT, then closes what the process runs, with a
- * deadline that holds whatever handlers or Redis do: an unref'd timer ends
- * the process `marginMs` after `timeoutMs` if `close` has not returned, and a
- * second signal ends it at once. Jobs still active are not lost: their locks
- * expire and stalled recovery hands them to another worker.
+ * Waits for SIGTERM or SIGINT, closes what the process runs and exits: the
+ * one owner of a process's shutdown deadline. The budget is measured from
+ * the signal; `close` gets it and gives each step what is left; the process
+ * exits as soon as `close` returns (a handler's timer or connection, not ours
+ * to close, must not hold it) and, if `close` has not returned by the
+ * deadline, at the deadline; the log lines still buffered get what is left
+ * of it, or a moment. A second signal exits at once. Jobs still active
+ * are not lost: their locks expire and stalled recovery hands them to another
+ * worker.
  */
-export async function closeOnSignal(options: CloseOnSignalOptions): Promise<NodeJS.Signals> {
-  const {
-    timeoutMs,
-    close,
-    logger,
-    leftBehind = 'active jobs are left to stalled recovery',
-    marginMs = 1500,
-    lingerMs = 1000,
-  } = options;
+export async function closeOnSignal(options: CloseOnSignalOptions): Promise<never> {
+  const { timeoutMs, close, logger, clock = systemClock } = options;
+  const leftBehind = options.leftBehind ?? 'active jobs are left to stalled recovery';
   const signal = await waitForSignal();
+  const budget = shutdownBudget(timeoutMs, clock);
   logger.info({ signal, shutdownTimeoutMs: timeoutMs }, 'draining');
   const hardExit = setTimeout(() => {
     logger.error({ shutdownTimeoutMs: timeoutMs }, `shutdown timed out; exiting, ${leftBehind}`);
-    process.exit(1);
-  }, timeoutMs + marginMs);
+    void exitWithin(lastFlushMs, 1);
+  }, timeoutMs);
   hardExit.unref();
   const again = (second: NodeJS.Signals): void => {
     logger.warn({ signal: second }, `second signal; exiting now, ${leftBehind}`);
-    process.exit(128 + (constants.signals[second] ?? 0));
+    void exitWithin(0, 128 + (constants.signals[second] ?? 0));
   };
   process.once('SIGTERM', again);
   process.once('SIGINT', again);
+  let code = 0;
   try {
-    await close();
-  } finally {
-    clearTimeout(hardExit);
-    process.off('SIGTERM', again);
-    process.off('SIGINT', again);
-    // Connections a handler module opened are not ours to close; they must not hold the process.
-    setTimeout(() => process.exit(), lingerMs).unref();
+    await close(budget);
+    logger.info({ signal }, 'stopped');
+  } catch (err) {
+    logger.error({ err }, `shutdown failed; exiting, ${leftBehind}`);
+    code = 1;
   }
-  return signal;
+  // Nothing of ours is still open; the logs get what is left (a moment at least).
+  return exitWithin(Math.max(budget.left(), lastFlushMs), code);
 }

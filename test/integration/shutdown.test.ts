@@ -1,13 +1,14 @@
 /**
  * SIGTERM ends every requeue process within its shutdown timeout, whatever
- * its handlers or its Redis do (issue 8, item 7). Each test starts the real
+ * its handlers or its Redis do (issue 8, item 7; issue 21, part 7: within the
+ * timeout plus ~100 ms, measured from the signal). Each test starts the real
  * process, makes it as hard to stop as it can be (a handler that never
  * returns and holds the event loop open; a Redis that stops answering or is
- * gone), sends SIGTERM, and times the exit.
+ * gone), sends SIGTERM, and times the exit. The work a hung handler held is
+ * not lost: its job is still active (stalled recovery takes it), its stream
+ * entry still pending (another consumer reclaims it).
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,20 +17,25 @@ import { sleep } from '../../src/util/lifecycle.js';
 import { enqueueWebhook } from '../../workers/webhook/index.js';
 import { spawnTs, type ChildExit, type TsChild } from '../harness/child.js';
 import { onCleanup } from '../harness/cleanup.js';
+import { handlerStarted, printed, privateRedis, silentEndpoint } from '../harness/stopping.js';
 import {
   cleanedQueueName,
   cleanQueue,
   connect,
   redisUrl,
-  startRedisServer,
-  type RedisServerHandle,
   uniqueQueueName,
 } from '../harness/redis.js';
 
-/** The shutdown timeout every process under test is given. */
-const SHUTDOWN_TIMEOUT_MS = 2_000;
-/** What a process may take past its timeout: the hard-exit margin, and exiting itself. */
-const EXIT_GRACE_MS = 2_000;
+/** The shutdown timeout every process under test is given (issue 21 measured with 1,500 ms). */
+const SHUTDOWN_TIMEOUT_MS = 1_500;
+/**
+ * What a process may take past its timeout: exiting itself, and the test
+ * seeing it. The promise is ~100 ms; on this 2-core machine shared with five
+ * other runs the exits came 16–60 ms past the timeout, once 230 ms, so 300 ms
+ * is slack for load only: a linger after the close (there was one of
+ * 1,000 ms) or a step given the whole timeout after another still fails it.
+ */
+const EXIT_GRACE_MS = 300;
 /** A child starts under tsx in a second or two; two cores are shared. */
 const TEST_TIMEOUT_MS = 60_000;
 
@@ -46,47 +52,6 @@ function start(script: string, args: string[], env: Record<string, string>): TsC
     await child.kill('SIGKILL');
   });
   return child;
-}
-
-/** Resolves when the child has printed `text`; rejects if it exits first. */
-function printed(child: TsChild, text: string, timeoutMs = 30_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const stdout = child.proc.stdout!;
-    const timer = setTimeout(
-      () => fail(`did not print "${text}" within ${timeoutMs} ms`),
-      timeoutMs,
-    );
-    const check = (): void => {
-      if (!child.stdout().includes(text)) return;
-      stdout.off('data', check);
-      clearTimeout(timer);
-      resolve();
-    };
-    function fail(why: string): void {
-      stdout.off('data', check);
-      clearTimeout(timer);
-      reject(new Error(`${why}\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`));
-    }
-    stdout.on('data', check);
-    void child.exited.then((exit) => fail(`exited (${exit.signal ?? exit.code}) first`));
-    check();
-  });
-}
-
-/** Resolves when a handler has pushed to the list `marker` on the run's Redis. */
-async function handlerStarted(child: TsChild, marker: string): Promise<void> {
-  const blocking = connect();
-  try {
-    const popped = await Promise.race([
-      blocking.blpop(marker, 30),
-      child.exited.then((exit) => {
-        throw new Error(`exited (${exit.signal ?? exit.code}): ${child.stderr()}`);
-      }),
-    ]);
-    if (!popped) throw new Error(`no handler started within 30 s\n${child.stdout()}`);
-  } finally {
-    blocking.disconnect();
-  }
 }
 
 /**
@@ -124,56 +89,35 @@ async function expectEndsInTime(child: TsChild): Promise<void> {
   expect(exit.signal, `killed by the test after ${Math.round(elapsedMs)} ms\n${output}`).toBeNull();
   expect(elapsedMs, output).toBeLessThan(SHUTDOWN_TIMEOUT_MS + EXIT_GRACE_MS);
   expect(child.stdout(), output).toContain('draining');
-  if (process.env.SHUTDOWN_TEST_DEBUG) console.log(`${Math.round(elapsedMs)} ms\n${output}`);
-}
-
-/** A private redis-server for one test, stopped after it (resumed first if frozen). */
-async function privateRedis(): Promise<RedisServerHandle & { freeze(): Promise<void> }> {
-  const server = await startRedisServer({ appendonly: false });
-  let frozenPid: number | undefined;
-  onCleanup(async () => {
-    if (frozenPid !== undefined) process.kill(frozenPid, 'SIGCONT');
-    await server.kill();
-  });
-  return {
-    ...server,
-    /** SIGSTOPs the server: connections stay open and nothing answers, like a hung host. */
-    freeze: async () => {
-      const probe = connect(server.url);
-      try {
-        const info = await probe.info('server');
-        frozenPid = Number(/process_id:(\d+)/.exec(info)?.[1]);
-      } finally {
-        probe.disconnect();
-      }
-      process.kill(frozenPid, 'SIGSTOP');
-    },
-  };
-}
-
-/** An HTTP endpoint that accepts webhook deliveries and never answers them. */
-async function silentEndpoint(): Promise<{ url: string; received: Promise<IncomingMessage> }> {
-  let onRequest!: (request: IncomingMessage) => void;
-  const received = new Promise<IncomingMessage>((resolve) => (onRequest = resolve));
-  const server: Server = createServer((request) => onRequest(request));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  onCleanup(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/hook`, received };
+  if (process.env.SHUTDOWN_TEST_DEBUG)
+    console.log(`exit after ${Math.round(elapsedMs)} ms\n${output}`);
 }
 
 /** One kind of requeue process: how to start it, and how to give it work that never ends. */
 interface ProcessKind {
   /** What it prints once it is ready for work. */
   started: string;
-  /** Starts it against `url`. */
-  spawn(url: string): Promise<{ child: TsChild; hang: () => Promise<void> }>;
+  /**
+   * Starts it against `url`. `hang` gives it work its handler never ends;
+   * `kept` asserts, after the exit, that this work is still where recovery finds it.
+   */
+  spawn(
+    url: string,
+    env?: Record<string, string>,
+  ): Promise<{ child: TsChild; hang: () => Promise<void>; kept: () => Promise<void> }>;
+  /** Its hung handler is a module of ours, which can log through the process's logger. */
+  handlerModule: boolean;
+}
+
+/** The hung job is still active (stalled recovery's to take), and none failed or vanished. */
+async function expectStillActive(name: string): Promise<void> {
+  const queue = createQueue(name, { connection: redisUrl() });
+  try {
+    const counts = await queue.bull.getJobCounts('active', 'failed', 'completed', 'wait');
+    expect(counts).toEqual({ active: 1, failed: 0, completed: 0, wait: 0 });
+  } finally {
+    await queue.close();
+  }
 }
 
 /** Adds a job to `name` on the run's Redis. */
@@ -188,8 +132,9 @@ async function addJob(name: string): Promise<void> {
 
 const kinds: Record<string, ProcessKind> = {
   'requeue worker': {
+    handlerModule: true,
     started: 'worker started',
-    spawn: async (url) => {
+    spawn: async (url, env = {}) => {
       const name = cleanedQueueName(admin, 'shutdown-cli');
       const marker = `requeue:{${name}}:test:started`;
       const child = start(
@@ -202,7 +147,7 @@ const kinds: Record<string, ProcessKind> = {
           '--shutdown-timeout-ms',
           String(SHUTDOWN_TIMEOUT_MS),
         ],
-        { REDIS_URL: url, HANG_MARKER: marker, HANG_MARKER_REDIS_URL: redisUrl() },
+        { ...env, REDIS_URL: url, HANG_MARKER: marker, HANG_MARKER_REDIS_URL: redisUrl() },
       );
       return {
         child,
@@ -210,12 +155,14 @@ const kinds: Record<string, ProcessKind> = {
           await addJob(name);
           await handlerStarted(child, marker);
         },
+        kept: () => expectStillActive(name),
       };
     },
   },
   'the service': {
+    handlerModule: true,
     started: 'requeue service started',
-    spawn: async (url) => {
+    spawn: async (url, env = {}) => {
       const name = cleanedQueueName(admin, 'shutdown-service');
       const marker = `requeue:{${name}}:test:started`;
       const dir = await mkdtemp(join(tmpdir(), 'requeue-shutdown-'));
@@ -229,6 +176,7 @@ const kinds: Record<string, ProcessKind> = {
         }),
       );
       const child = start('workers/service/main.ts', [], {
+        ...env,
         REDIS_URL: url,
         REQUEUE_CONFIG: config,
         REQUEUE_SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
@@ -241,14 +189,17 @@ const kinds: Record<string, ProcessKind> = {
           await addJob(name);
           await handlerStarted(child, marker);
         },
+        kept: () => expectStillActive(name),
       };
     },
   },
   'the webhook worker': {
+    handlerModule: false,
     started: 'webhook worker started',
-    spawn: async (url) => {
+    spawn: async (url, env = {}) => {
       const name = cleanedQueueName(admin, 'shutdown-webhook');
       const child = start('workers/webhook/main.ts', [], {
+        ...env,
         REDIS_URL: url,
         WEBHOOK_QUEUE: name,
         WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
@@ -271,12 +222,14 @@ const kinds: Record<string, ProcessKind> = {
           }
           await endpoint.received;
         },
+        kept: () => expectStillActive(name),
       };
     },
   },
   'the stream worker': {
+    handlerModule: true,
     started: 'stream consumer started',
-    spawn: async (url) => {
+    spawn: async (url, env = {}) => {
       const stream = uniqueQueueName('shutdown-stream');
       const group = 'billing';
       const retryQueue = `${stream}.${group}.retry`;
@@ -286,6 +239,7 @@ const kinds: Record<string, ProcessKind> = {
       });
       const marker = `requeue:{${stream}}:test:started`;
       const child = start('workers/stream/main.ts', [], {
+        ...env,
         REDIS_URL: url,
         STREAM: stream,
         GROUP: group,
@@ -302,6 +256,11 @@ const kinds: Record<string, ProcessKind> = {
           await admin.xadd(stream, '*', 'n', '1');
           await handlerStarted(child, marker);
         },
+        // Pending in the group, unacknowledged: the next consumer reclaims it.
+        kept: async () => {
+          const [pending] = (await admin.xpending(stream, group)) as [number, ...unknown[]];
+          expect(pending).toBe(1);
+        },
       };
     },
   },
@@ -309,18 +268,44 @@ const kinds: Record<string, ProcessKind> = {
 
 describe.each(Object.entries(kinds))('%s', (label, kind) => {
   it(
-    `SIGTERM ends ${label} whose handler hangs`,
+    `SIGTERM ends ${label} whose handler hangs within its timeout, its work kept for recovery`,
     async () => {
-      const { child, hang } = await kind.spawn(redisUrl());
+      const { child, hang, kept } = await kind.spawn(redisUrl());
       await printed(child, kind.started);
       await hang();
       await expectEndsInTime(child);
+      await kept();
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it.runIf(kind.handlerModule)(
+    `SIGTERM ends ${label} whose log reader has stalled within its timeout`,
+    async () => {
+      // The handler logs more than the pipe holds, through the process's logger, then hangs.
+      const { child, hang } = await kind.spawn(redisUrl(), { HANG_LOG_LINES: '5000' });
+      await printed(child, kind.started);
+      child.proc.stdout!.pause();
+      await hang();
+      const sentAt = performance.now();
+      child.proc.kill('SIGTERM');
+      // 'exit', not 'close': the pipe stays unread until the process has gone.
+      const exit = await Promise.race([
+        new Promise<number | null>((resolve) => child.proc.once('exit', resolve)),
+        sleep(SHUTDOWN_TIMEOUT_MS + 10_000).then(() => 'still running' as const),
+      ]);
+      const elapsedMs = performance.now() - sentAt;
+      child.proc.stdout!.resume();
+      expect(exit, child.stderr()).not.toBe('still running');
+      expect(elapsedMs, child.stderr()).toBeLessThan(SHUTDOWN_TIMEOUT_MS + EXIT_GRACE_MS);
+      if (process.env.SHUTDOWN_TEST_DEBUG)
+        console.log(`exit after ${Math.round(elapsedMs)} ms (stalled log reader)`);
     },
     TEST_TIMEOUT_MS,
   );
 
   it(
-    `SIGTERM ends ${label} whose Redis stopped answering`,
+    `SIGTERM ends ${label} whose Redis stopped answering within its timeout`,
     async () => {
       const redis = await privateRedis();
       const { child } = await kind.spawn(redis.url);
@@ -333,7 +318,7 @@ describe.each(Object.entries(kinds))('%s', (label, kind) => {
   );
 
   it(
-    `SIGTERM ends ${label} whose Redis has gone away`,
+    `SIGTERM ends ${label} whose Redis has gone away within its timeout`,
     async () => {
       const redis = await privateRedis();
       const { child } = await kind.spawn(redis.url);

@@ -14,26 +14,24 @@ import { startService } from './service.js';
  * password, a host or port it cannot listen on) exits with one line naming the
  * setting, code 2, after closing what it opened.
  */
-async function main(): Promise<number> {
+async function main(): Promise<never> {
   const config = await loadServiceConfig();
   const logger = createLogger({ level: config.logLevel, redactHeaders: config.redactHeaders });
   const service = await startService(config, logger);
-  await closeOnSignal({ timeoutMs: config.shutdownTimeoutMs, close: service.stop, logger });
-  return 0;
+  return closeOnSignal({
+    timeoutMs: config.shutdownTimeoutMs,
+    close: (budget) => service.stop({ timeoutMs: budget.left() }),
+    logger,
+  });
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    const message =
-      err instanceof ConfigError
-        ? err.message
-        : `could not start: ${err instanceof Error ? err.message : String(err)}`;
-    process.stderr.write(`requeue: ${redactText(message.replace(/\s*\n\s*/g, ' '))}\n`);
-    process.exitCode = err instanceof ConfigError ? 2 : 1;
-    // What the start opened is closed; anything a handler module opened must not hold the exit.
-    setTimeout(() => process.exit(), 500).unref();
-  },
-);
+main().catch((err: unknown) => {
+  const message =
+    err instanceof ConfigError
+      ? err.message
+      : `could not start: ${err instanceof Error ? err.message : String(err)}`;
+  process.stderr.write(`requeue: ${redactText(message.replace(/\s*\n\s*/g, ' '))}\n`);
+  process.exitCode = err instanceof ConfigError ? 2 : 1;
+  // What the start opened is closed; anything a handler module opened must not hold the exit.
+  setTimeout(() => process.exit(), 500).unref();
+});

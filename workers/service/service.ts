@@ -5,7 +5,9 @@ import { connectRedis, type RedisClient } from '../../src/redis/connection.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler, type RequeueWorker } from '../../src/scheduler/worker.js';
+import { withDeadline } from '../../src/util/lifecycle.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
+import { shutdownBudget, type ShutdownBudget } from '../../src/util/signals.js';
 import { createWebhookWorker, enqueueWebhook, webhookJobSchema } from '../webhook/index.js';
 import type { ServiceConfig } from './config.js';
 import { chooseRedis, type RedisChoice } from './embedded-redis.js';
@@ -17,8 +19,13 @@ export interface RunningService {
   readonly url: string;
   readonly redis: RedisChoice;
   readonly workers: RequeueWorker<unknown, unknown>[];
-  /** Stops taking jobs, drains, closes everything (and the embedded Redis). */
-  stop(): Promise<void>;
+  /**
+   * Stops taking jobs, drains, closes everything (and the embedded Redis),
+   * within `timeoutMs` whatever handlers or Redis do: jobs still active then
+   * are left to stalled recovery. @defaultValue `timeoutMs`: the config's
+   * `shutdownTimeoutMs`
+   */
+  stop(options?: { timeoutMs?: number }): Promise<void>;
 }
 
 /**
@@ -61,9 +68,11 @@ export async function startService(
     const stop = running.stop;
     return {
       ...running,
-      stop: async () => {
-        await stop();
-        await redisChoice.server?.stop();
+      stop: async ({ timeoutMs = config.shutdownTimeoutMs } = {}) => {
+        const budget = shutdownBudget(timeoutMs);
+        await stop(budget);
+        // Cut short, the exit handler still sends the embedded Redis its SIGTERM.
+        if (redisChoice.server) await withDeadline(redisChoice.server.stop(), budget.left());
         process.off('exit', stopEmbeddedRedis);
         logger.info('requeue service stopped');
       },
@@ -82,7 +91,7 @@ async function startOn(
   })[],
   redisChoice: RedisChoice,
   opened: (() => Promise<unknown> | void)[],
-): Promise<RunningService> {
+): Promise<Omit<RunningService, 'stop'> & { stop(budget: ShutdownBudget): Promise<void> }> {
   // A Cluster when REDIS_CLUSTER says so, REDIS_URL naming a seed node.
   const connection: RedisClient = connectRedis(redisChoice.url);
   opened.push(() => connection.disconnect());
@@ -186,11 +195,17 @@ async function startOn(
   else logger.info(adminStartLine(access, url, config.host));
 
   let stopping: Promise<void> | undefined;
-  const stop = () =>
+  // Every step within what is left of one budget: the intake and the workers side by side.
+  const stop = (budget: ShutdownBudget) =>
     (stopping ??= (async () => {
-      await server.close();
-      await Promise.all(workers.map((w) => w.close({ timeoutMs: config.shutdownTimeoutMs })));
-      await Promise.all([...queues.values()].map((q) => q.close()));
+      await Promise.all([
+        withDeadline(server.close(), budget.left()),
+        ...workers.map((w) => w.close({ timeoutMs: budget.left() })),
+      ]);
+      await withDeadline(
+        Promise.allSettled([...queues.values()].map((q) => q.close())),
+        budget.left(),
+      );
       connection.disconnect();
     })());
   return { url, redis: redisChoice, workers, stop };

@@ -1,21 +1,27 @@
-import { hostname } from 'node:os';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { createLogger, type Logger } from '../../src/config/logger.js';
-import { formatZodError, parseConfig } from '../../src/config/env.js';
+import { formatZodError } from '../../src/config/env.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { parseRetryPolicy, type RetryPolicyInput } from '../../src/policy/retry-policy.js';
-import { resolveRedis, type RedisClient, type RedisLike } from '../../src/redis/connection.js';
+import { resolveRedis, type RedisClient } from '../../src/redis/connection.js';
 import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
 import { TypedEmitter } from '../../src/scheduler/events.js';
 import { jobIdForKey, legacyJobIdForKey } from '../../src/scheduler/job-id.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { sleep, withDeadline } from '../../src/util/lifecycle.js';
+import { shutdownBudget } from '../../src/util/signals.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
+import { AckBatcher } from './ack-batcher.js';
+import {
+  parseStreamConsumerConfig,
+  type StreamConsumerConfig,
+  type StreamConsumerOptions,
+} from './consumer-config.js';
 import type { StreamConsumerEvents } from './events.js';
 import type { StreamFields, StreamHandler, StreamMessage } from './message.js';
+import { claimIdle, HeldEntries } from './pending-claims.js';
 import {
   captureStreamError,
-  defaultRetryQueueName,
   retryIdempotencyKey,
   retryJobFor,
   type StreamError,
@@ -23,70 +29,6 @@ import {
 } from './retry-job.js';
 import * as commands from './stream-commands.js';
 import type { Delivery } from './stream-commands.js';
-
-/** The numeric and naming options of {@link createStreamConsumer}, validated in one place. */
-export const streamConsumerConfigSchema = z
-  .object({
-    stream: z.string().min(1),
-    group: z.string().min(1),
-    /** @defaultValue `<hostname>-<pid>` */
-    consumer: z.string().min(1).optional(),
-    /** @defaultValue `<stream>.<group>.retry` (see `defaultRetryQueueName`) */
-    retryQueue: z.string().min(1).optional(),
-    /** Where a group created by the consumer starts reading. @defaultValue `'$'` (new entries only) */
-    startId: z.string().min(1).default('$'),
-    /** Entries per XREADGROUP / XAUTOCLAIM (COUNT). @defaultValue `32` */
-    batchSize: z.int().min(1).default(32),
-    /** Handlers run at once within a batch. @defaultValue `1` */
-    concurrency: z.int().min(1).default(1),
-    /** Longest wait of one XREADGROUP for new entries, in ms. @defaultValue `1000` */
-    blockMs: z.int().min(1).default(1000),
-    /** An entry pending this long without its consumer touching it is reclaimed, in ms. @defaultValue `30_000` */
-    claimIdleMs: z.int().min(1).default(30_000),
-    /** How often idle entries are looked for, in ms. @defaultValue `claimIdleMs / 2` */
-    claimIntervalMs: z.int().min(1).optional(),
-    /**
-     * An entry delivered more often than this (its consumers kept dying on it)
-     * is handed to the retry queue without running the handler in the stream
-     * consumer. @defaultValue `3`
-     */
-    maxDeliveries: z.int().min(1).default(3),
-    /** Wait after a Redis error before trying again, in ms. @defaultValue `1000` */
-    errorBackoffMs: z.int().min(0).default(1000),
-  })
-  .strict();
-
-/** Options of {@link createStreamConsumer}. */
-export interface StreamConsumerOptions<F = StreamFields> extends z.input<
-  typeof streamConsumerConfigSchema
-> {
-  /** Redis URL or connection (one Redis or a Cluster). @defaultValue `REDIS_URL` (a Cluster seed with `REDIS_CLUSTER=1`), else `redis://127.0.0.1:6379` */
-  connection?: RedisLike;
-  /** Runs each entry. */
-  handler: StreamHandler<F>;
-  /**
-   * The retry policy stamped on every retry job, so the retry worker honours
-   * it whichever process runs it. @defaultValue the retry worker's
-   */
-  policy?: RetryPolicyInput;
-  /**
-   * The fields must satisfy this. An entry that does not is handed off
-   * without running the handler, and the retry worker (given the same
-   * schema) dead-letters it with `invalid-payload`.
-   */
-  schema?: z.ZodType<F>;
-  /** Start reading at once. @defaultValue `true` */
-  autorun?: boolean;
-  logger?: Logger;
-  clock?: Clock;
-}
-
-/** The validated configuration of a consumer. */
-type StreamConsumerConfig = z.output<typeof streamConsumerConfigSchema> & {
-  consumer: string;
-  retryQueue: string;
-  claimIntervalMs: number;
-};
 
 /**
  * Reads a Redis Stream through a consumer group and runs a handler per entry.
@@ -100,6 +42,9 @@ type StreamConsumerConfig = z.output<typeof streamConsumerConfigSchema> & {
  * - Entries idle longer than `claimIdleMs` (their consumer died) are taken
  *   over with XAUTOCLAIM and run like new ones. While it holds a batch the
  *   consumer resets its entries' idle time, so live consumers keep theirs.
+ * - Events come after what they announce is stored (an entry's once its
+ *   XACK is), through `safeEmit`: a listener that throws or rejects is
+ *   logged and changes nothing (no second run, no entry left unprocessed).
  *
  * Delivery is at least once: a handler can run twice for an entry whose
  * consumer died during the handler or before its XACK reached Redis.
@@ -128,21 +73,13 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
   private claimCursor = '0-0';
   private nextClaimAt = 0;
   /** Entries delivered to this consumer and not yet acknowledged or released. */
-  private readonly held = new Set<string>();
-  private readonly toAck: string[] = [];
-  private ackFlight: Promise<void> | undefined;
-  private heartbeat: NodeJS.Timeout | undefined;
+  private readonly held: HeldEntries;
+  private readonly acks: AckBatcher;
 
   constructor(options: StreamConsumerOptions<F>) {
     super();
     const { connection, handler, policy, schema, autorun = true, logger, clock, ...rest } = options;
-    const parsed = parseConfig(streamConsumerConfigSchema, rest, 'streamConsumer');
-    this.config = {
-      ...parsed,
-      consumer: parsed.consumer ?? `${hostname()}-${process.pid}`,
-      retryQueue: parsed.retryQueue ?? defaultRetryQueueName(parsed.stream, parsed.group),
-      claimIntervalMs: parsed.claimIntervalMs ?? Math.max(1, Math.round(parsed.claimIdleMs / 2)),
-    };
+    this.config = parseStreamConsumerConfig(rest);
     this.handler = handler;
     this.schema = schema;
     // Checked here so a bad policy fails at start, not at the first hand-off.
@@ -156,6 +93,16 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     this.blocking = this.redis.duplicate();
     this.retryQueue = createQueue<StreamRetryJobData>(retryQueue, { connection: this.redis });
     this.dlq = new DeadLetterQueue(retryQueue, { connection: this.redis, clock: this.clock });
+    this.held = new HeldEntries(this.redis, this.config, (err, message) =>
+      this.report(err, message),
+    );
+    this.acks = new AckBatcher(
+      async (ids) => void (await commands.ack(this.redis, { stream, group, ids })),
+      (ids) => {
+        this.held.drop(ids);
+        this.safeEmit(this.logger, 'messages:acked', { stream, ids });
+      },
+    );
     this.readyPromise = new Promise<void>((resolve, reject) => {
       this.markReady = resolve;
       this.failReady = reject;
@@ -177,11 +124,12 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
   }
 
   /**
-   * Stops reading, lets the handlers already running finish for up to
-   * `timeoutMs`, hands the batch's unstarted entries back to the group
-   * (claimable at once), flushes acknowledgements and closes every connection
-   * it opened. Handlers still running after the deadline see their `signal`
-   * aborted; their entries stay pending and are reclaimed.
+   * Stops reading, lets the handlers already running finish, hands the
+   * batch's unstarted entries back to the group (claimable at once), flushes
+   * acknowledgements and closes every connection it opened; returns within
+   * `timeoutMs` whatever handlers or Redis do. Handlers still running after
+   * most of it see their `signal` aborted; their entries stay pending and are
+   * reclaimed.
    */
   close({ timeoutMs = 30_000 }: { timeoutMs?: number } = {}): Promise<void> {
     this.closePromise ??= this.shutdown(timeoutMs);
@@ -189,19 +137,26 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
   }
 
   private async shutdown(timeoutMs: number): Promise<void> {
+    const budget = shutdownBudget(timeoutMs, this.clock);
     this.stopping.abort();
-    const outcome = await withDeadline(this.loopPromise ?? Promise.resolve(), timeoutMs);
-    if (outcome.kind === 'timeout') {
+    // Most of the time for running handlers; the rest to close connections.
+    const drained = await withDeadline(
+      this.loopPromise ?? Promise.resolve(),
+      Math.floor(timeoutMs * 0.8),
+    );
+    if (drained.kind === 'timeout') {
       this.aborting.abort();
       this.logger.warn(
         { timeoutMs },
         'handlers did not finish in time; their entries stay pending',
       );
     }
-    this.stopHeartbeat();
+    this.held.clear();
     this.blocking.disconnect();
-    await this.dlq.close();
-    await this.retryQueue.close();
+    await withDeadline(
+      Promise.allSettled([this.dlq.close(), this.retryQueue.close()]),
+      budget.left(),
+    );
     if (this.owned) this.redis.disconnect();
     this.logger.info('stream consumer stopped');
   }
@@ -214,7 +169,7 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     if (!(await this.createGroup())) return;
     while (!this.closing) {
       try {
-        await this.drainAcks();
+        await this.acks.drain();
         if (this.claimDue()) {
           await this.claimOnce();
           continue;
@@ -240,7 +195,7 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
       }
     }
     try {
-      await this.drainAcks();
+      await this.acks.drain();
     } catch (err) {
       this.report(err, 'final acknowledgement failed; the entries will be reclaimed');
     }
@@ -274,41 +229,22 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
 
   /** One XAUTOCLAIM page; the scan continues on the next turn until it wraps. */
   private async claimOnce(): Promise<void> {
-    const { stream, group, consumer, claimIdleMs, batchSize, claimIntervalMs } = this.config;
-    const page = await commands.autoClaim(this.redis, {
-      stream,
-      group,
-      consumer,
-      minIdleMs: claimIdleMs,
-      start: this.claimCursor,
-      count: batchSize,
-    });
+    const { stream, batchSize, claimIntervalMs } = this.config;
+    const page = await claimIdle(this.redis, this.config, this.claimCursor, batchSize);
     this.claimCursor = page.next;
     if (page.next === '0-0') this.nextClaimAt = this.clock.now() + claimIntervalMs;
-    const first = page.entries[0];
-    const last = page.entries[page.entries.length - 1];
-    if (!first || !last) return;
+    if (page.entries.length === 0) return;
     const ids = page.entries.map((e) => e.id);
-    const counts = await commands.deliveryCounts(this.redis, {
-      stream,
-      group,
-      consumer,
-      first: first.id,
-      last: last.id,
-      count: page.entries.length + batchSize,
-    });
     this.logger.info({ count: ids.length }, 'reclaimed idle entries');
-    this.emit('messages:claimed', { stream, ids });
-    // Missing from XPENDING (it cannot be, short of a race): assume a redelivery, which only
-    // adds the check for an earlier hand-off.
-    await this.processBatch(page.entries.map((e) => ({ ...e, deliveries: counts.get(e.id) ?? 2 })));
+    // After XAUTOCLAIM has stored the new owner; nothing a listener does stops their run.
+    this.safeEmit(this.logger, 'messages:claimed', { stream, ids });
+    await this.processBatch(page.entries);
   }
 
   /** Runs a batch with bounded concurrency; on close, hands back the entries not started. */
   private async processBatch(entries: Delivery[]): Promise<void> {
     if (entries.length === 0) return;
-    for (const entry of entries) this.held.add(entry.id);
-    this.startHeartbeat();
+    this.held.hold(entries);
     let next = 0;
     const lane = async (): Promise<void> => {
       while (next < entries.length && !this.closing) {
@@ -320,18 +256,21 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     try {
       const lanes = Math.min(this.config.concurrency, entries.length);
       await Promise.all(Array.from({ length: lanes }, lane));
-      await this.release(entries.slice(next));
-      await this.drainAcks();
+      const unstarted = entries.slice(next);
+      if (unstarted.length > 0) {
+        await this.held.release(unstarted);
+        this.logger.info({ count: unstarted.length }, 'closing: handed unstarted entries back');
+      }
+      await this.acks.drain();
     } finally {
-      this.stopHeartbeat();
-      // Entries not acknowledged by now (a failed hand-off) go idle and are reclaimed.
       this.held.clear();
     }
   }
 
   /**
    * Runs one entry. Never throws: an entry whose hand-off failed stays
-   * pending, unacknowledged, and is reclaimed after `claimIdleMs`.
+   * pending, unacknowledged, and is reclaimed after `claimIdleMs`. Its event
+   * is emitted once its acknowledgement is stored.
    */
   private async processEntry(entry: Delivery): Promise<void> {
     const { stream, group } = this.config;
@@ -339,22 +278,28 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     try {
       if (entry.fields === undefined) {
         // Deleted from the stream while pending: nothing left to run.
-        this.ack(entry.id);
+        this.acks.ack(entry.id);
         return;
       }
       if (entry.deliveries > 1) {
         const jobId = await this.handedOffJob(entry.id);
         if (jobId !== undefined) {
           log.info({ jobId }, 'already handed off before its consumer stopped; acknowledging');
-          this.emit('message:already-handed-off', { stream, id: entry.id, jobId });
-          this.ack(entry.id);
+          this.acks.ack(entry.id, () =>
+            this.safeEmit(log, 'message:already-handed-off', { stream, id: entry.id, jobId }),
+          );
           return;
         }
       }
       const error = await this.attempt(entry, entry.fields);
       if (error === undefined) {
-        this.emit('message:processed', { stream, id: entry.id, deliveries: entry.deliveries });
-        this.ack(entry.id);
+        this.acks.ack(entry.id, () =>
+          this.safeEmit(log, 'message:processed', {
+            stream,
+            id: entry.id,
+            deliveries: entry.deliveries,
+          }),
+        );
         return;
       }
       const job = retryJobFor({
@@ -372,14 +317,15 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
       });
       const added = await this.retryQueue.add(job.name, job.data, job.opts);
       log.info({ jobId: added.id, err: error }, 'handed off to the retry queue');
-      this.emit('message:handed-off', {
-        stream,
-        id: entry.id,
-        jobId: added.id,
-        deliveries: entry.deliveries,
-        error,
-      });
-      this.ack(entry.id);
+      this.acks.ack(entry.id, () =>
+        this.safeEmit(log, 'message:handed-off', {
+          stream,
+          id: entry.id,
+          jobId: added.id,
+          deliveries: entry.deliveries,
+          error,
+        }),
+      );
     } catch (err) {
       this.report(err, 'could not hand the entry off; it stays pending and will be reclaimed');
     }
@@ -434,97 +380,9 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     return (await this.dlq.get(key))?.id;
   }
 
-  private ack(id: string): void {
-    this.toAck.push(id);
-    void this.flushAcks().catch(() => undefined);
-  }
-
-  /**
-   * Sends the waiting acknowledgements: one XACK in flight at a time, each
-   * carrying every entry finished meanwhile. Rejects if an XACK fails; its
-   * ids wait for the next flush.
-   */
-  private flushAcks(): Promise<void> {
-    if (this.ackFlight) return this.ackFlight;
-    if (this.toAck.length === 0) return Promise.resolve();
-    // sendAcks awaits before it clears ackFlight, so this assignment comes first.
-    this.ackFlight = this.sendAcks();
-    return this.ackFlight;
-  }
-
-  /** Flushes until nothing waits, the flights started meanwhile included. */
-  private async drainAcks(): Promise<void> {
-    while (this.ackFlight || this.toAck.length > 0) await this.flushAcks();
-  }
-
-  private async sendAcks(): Promise<void> {
-    const { stream, group } = this.config;
-    try {
-      while (this.toAck.length > 0) {
-        const ids = this.toAck.splice(0);
-        try {
-          await commands.ack(this.redis, { stream, group, ids });
-        } catch (err) {
-          this.toAck.unshift(...ids);
-          throw err;
-        }
-        for (const id of ids) this.held.delete(id);
-        this.emit('messages:acked', { stream, ids });
-      }
-    } finally {
-      // In the same synchronous step as the last check: an ack queued after it starts a new flight.
-      this.ackFlight = undefined;
-    }
-  }
-
-  /** Hands unstarted entries back: idle enough to be claimed at once, delivery count unchanged. */
-  private async release(entries: Delivery[]): Promise<void> {
-    if (entries.length === 0) return;
-    const { stream, group, consumer, claimIdleMs } = this.config;
-    const byCount = new Map<number, string[]>();
-    for (const e of entries)
-      byCount.set(e.deliveries, [...(byCount.get(e.deliveries) ?? []), e.id]);
-    for (const [deliveries, ids] of byCount) {
-      // Out of `held` first, so no later heartbeat makes them fresh again.
-      for (const id of ids) this.held.delete(id);
-      await commands.touch(this.redis, {
-        stream,
-        group,
-        consumer,
-        ids,
-        idleMs: claimIdleMs,
-        retryCount: deliveries - 1,
-      });
-    }
-    this.logger.info({ count: entries.length }, 'closing: handed unstarted entries back');
-  }
-
-  /** While a batch is held, resets its entries' idle time a few times per `claimIdleMs`. */
-  private startHeartbeat(): void {
-    if (this.heartbeat) return;
-    const { stream, group, consumer, claimIdleMs } = this.config;
-    this.heartbeat = setInterval(
-      () => {
-        const ids = [...this.held];
-        commands.touch(this.redis, { stream, group, consumer, ids }).catch((err: unknown) => {
-          this.report(err, 'could not refresh held entries');
-        });
-      },
-      Math.max(1, Math.floor(claimIdleMs / 3)),
-    );
-    this.heartbeat.unref();
-  }
-
-  private stopHeartbeat(): void {
-    clearInterval(this.heartbeat);
-    this.heartbeat = undefined;
-  }
-
   private report(err: unknown, message: string): void {
     this.logger.error({ err }, message);
-    if (this.listenerCount('error') > 0) {
-      this.emit('error', err instanceof Error ? err : new Error(String(err)));
-    }
+    this.safeEmit(this.logger, 'error', err instanceof Error ? err : new Error(String(err)));
   }
 }
 

@@ -1,10 +1,14 @@
 import type { StreamError } from './retry-job.js';
 
-/** The events a stream consumer emits, by name. */
+/**
+ * The events a stream consumer emits, by name. Each comes after what it
+ * announces is stored (an entry's once its XACK is), through `safeEmit`: a
+ * listener that throws or rejects is logged and changes nothing.
+ */
 export interface StreamConsumerEvents {
-  /** The handler succeeded on the stream attempt; the acknowledgement follows. */
+  /** The handler succeeded on the stream attempt and the entry is acknowledged. */
   'message:processed': [event: { stream: string; id: string; deliveries: number }];
-  /** The stream attempt failed and the retry job is stored; the acknowledgement follows. */
+  /** The stream attempt failed, the retry job is stored and the entry acknowledged. */
   'message:handed-off': [
     event: { stream: string; id: string; jobId: string; deliveries: number; error: StreamError },
   ];

@@ -2,8 +2,9 @@
  * Message-consumer recovery for Redis Streams: a consumer-group reader that
  * hands failed entries to requeue, and the requeue worker that retries them.
  */
-export { createStreamConsumer, StreamConsumer, streamConsumerConfigSchema } from './consumer.js';
-export type { StreamConsumerOptions } from './consumer.js';
+export { createStreamConsumer, StreamConsumer } from './consumer.js';
+export { streamConsumerConfigSchema } from './consumer-config.js';
+export type { StreamConsumerOptions } from './consumer-config.js';
 export { createStreamRetryWorker } from './retry-worker.js';
 export type { StreamRetryWorkerOptions } from './retry-worker.js';
 export {

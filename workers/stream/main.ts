@@ -23,7 +23,6 @@ import { metricsEnvShape, serveMetrics } from '../../src/scheduler/metrics-serve
 import type { RequeueWorker } from '../../src/scheduler/worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
 import { closeOnSignal } from '../../src/util/signals.js';
-import { systemClock } from '../../src/util/system.js';
 import { createStreamConsumer } from './consumer.js';
 import type { StreamHandler } from './message.js';
 import { defaultRetryQueueName } from './retry-job.js';
@@ -138,21 +137,20 @@ async function main(): Promise<void> {
 
   await closeOnSignal({
     timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
-    close: async () => {
-      const deadline = systemClock.now() + env.SHUTDOWN_TIMEOUT_MS;
-      const metricsClosed = metrics?.close(Math.min(env.SHUTDOWN_TIMEOUT_MS, 5_000));
-      // The consumer first: its hand-offs still reach the retry queue while the worker runs,
-      // which then has what is left of the timeout.
-      await consumer.close({ timeoutMs: env.SHUTDOWN_TIMEOUT_MS });
-      await worker.close({ timeoutMs: Math.max(0, deadline - systemClock.now()) });
-      await metricsClosed;
+    // Side by side, each with what is left: the consumer's hand-offs need the retry queue,
+    // not the retry worker, which only stops taking jobs.
+    close: async (budget) => {
+      await Promise.all([
+        consumer.close({ timeoutMs: budget.left() }),
+        worker.close({ timeoutMs: budget.left() }),
+        metrics?.close(Math.min(budget.left(), 5_000)),
+      ]);
       redis.disconnect();
     },
     logger,
     leftBehind:
       'entries being handled stay pending and active retry jobs are left to stalled recovery',
   });
-  logger.info('stopped');
 }
 
 main().catch((err: unknown) => {

@@ -135,15 +135,14 @@ async function main(): Promise<void> {
   // A second signal while draining means "now": what is active comes back through stalled recovery.
   await closeOnSignal({
     timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS,
-    close: () =>
+    close: (budget) =>
       Promise.all([
-        worker.close({ timeoutMs: env.WEBHOOK_SHUTDOWN_TIMEOUT_MS }),
-        metrics?.close(Math.min(env.WEBHOOK_SHUTDOWN_TIMEOUT_MS, 5_000)),
+        worker.close({ timeoutMs: budget.left() }),
+        metrics?.close(Math.min(budget.left(), 5_000)),
       ]),
     logger,
     leftBehind: 'active deliveries are left to stalled recovery',
   });
-  logger.info('stopped');
 }
 
 main().catch((err: unknown) => {

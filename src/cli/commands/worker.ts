@@ -119,13 +119,12 @@ export function registerWorker(program: Command): void {
     logger.info({ queue, concurrency, policy: worker.policy }, 'worker started');
     await closeOnSignal({
       timeoutMs: shutdownTimeoutMs,
-      close: () =>
+      close: (budget) =>
         Promise.all([
-          worker.close({ timeoutMs: shutdownTimeoutMs }),
-          metrics?.close(Math.min(shutdownTimeoutMs, 5_000)),
+          worker.close({ timeoutMs: budget.left() }),
+          metrics?.close(Math.min(budget.left(), 5_000)),
         ]),
       logger,
     });
-    logger.info('stopped');
   });
 }
