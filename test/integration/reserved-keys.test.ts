@@ -213,8 +213,16 @@ describe('a job key equal to one of BullMQ’s or requeue’s key names', () => 
   it('a dead record named like a BullMQ key (left by the old defect) is replayed under its key’s id or a fresh one, never over BullMQ’s key', async () => {
     const { name, queue, dlq, completed } = setup('rk-old-dead');
     const base = { name: 'job', opts: {}, reason: 'permanent-error', message: 'x' } as const;
-    const record = { ...base, attempts: 1, history: [], deadAt: 1_000, replays: 0, source: name };
-    // `wait` died with its key `wait`; `meta` was added straight to BullMQ under that id, keyless.
+    const record = {
+      ...base,
+      attempts: 1,
+      history: [],
+      deadAt: Date.now(),
+      replays: 0,
+      source: name,
+    };
+    // Died now (an older death would be the workers' retention's to trim). `wait` died with its
+    // key `wait`; `meta` was added straight to BullMQ under that id, keyless.
     await seedDead(redis, { ...record, id: 'wait', data: { n: 1 }, idempotencyKey: 'wait' });
     await seedDead(redis, { ...record, id: 'meta', data: { n: 2 } });
     const replayed = await dlq.replay({});
