@@ -13,7 +13,14 @@ import { parseQueueName } from '../../policy/queue-name.js';
 import { checkRedis } from '../../redis/check-redis.js';
 import { bullPrefix, requeueKeys } from '../../redis/keys.js';
 import { systemClock } from '../../util/system.js';
-import { redisUrlFrom, withCliRedis, withRedisOption } from '../connection-flag.js';
+import {
+  connectTimeoutFrom,
+  redisLabel,
+  redisUrlFrom,
+  type RedisFlags,
+  withCliRedis,
+  withRedisOption,
+} from '../connection-flag.js';
 import { formatTable } from '../table.js';
 
 /** BullMQ's own floor (its `RedisConnection.minimumVersion`, not exported). */
@@ -23,9 +30,7 @@ const bullmqMinimumRedis = '5.0.0';
 const probeTimeoutMs = 50;
 const probes = 5;
 
-interface DoctorFlags {
-  redis?: string;
-  dataDir?: string;
+interface DoctorFlags extends RedisFlags {
   queue?: string[];
   json?: boolean;
 }
@@ -48,7 +53,7 @@ export function registerDoctor(program: Command): void {
     const queues = (opts.queue ?? []).map((name) => parseQueueName(name, '--queue'));
     const url = redisUrlFrom(opts);
     // Unreachable, or a refused password: one line and exit code 2 (not a finding).
-    await checkRedis(url, opts.redis !== undefined ? '--redis' : 'redis');
+    await checkRedis(url, redisLabel(opts), connectTimeoutFrom(opts));
     const facts = await withCliRedis(opts, (redis) => gatherFacts(redis, queues));
     const diagnosis = diagnoseRedis(facts);
     if (opts.json) {
