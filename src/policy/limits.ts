@@ -39,4 +39,6 @@ export const limits = Object.freeze({
   listLimit: 10_000,
   /** Dead jobs kept per queue by retention. */
   retentionCount: 10_000_000,
+  /** Queues one `requeue doctor` checks (`--queue`, repeated), five round trips each. */
+  doctorQueues: 1_000,
 });

@@ -9,6 +9,7 @@ import {
   type NodeFacts,
   type RedisFacts,
 } from '../../policy/doctor.js';
+import { limits } from '../../policy/limits.js';
 import { parseQueueName } from '../../policy/queue-name.js';
 import { checkRedis } from '../../redis/check-redis.js';
 import { bullPrefix, requeueKeys } from '../../redis/keys.js';
@@ -21,6 +22,7 @@ import {
   withCliRedis,
   withRedisOption,
 } from '../connection-flag.js';
+import { CliUsageError } from '../cli-error.js';
 import { formatTable } from '../table.js';
 
 /** BullMQ's own floor (its `RedisConnection.minimumVersion`, not exported). */
@@ -51,6 +53,8 @@ export function registerDoctor(program: Command): void {
       .option('--json', 'print {"ok", "findings", "checks": [...], "facts": {...}} as JSON'),
   ).action(async (opts: DoctorFlags) => {
     const queues = (opts.queue ?? []).map((name) => parseQueueName(name, '--queue'));
+    if (queues.length > limits.doctorQueues)
+      throw new CliUsageError(`--queue: at most ${limits.doctorQueues}, got ${queues.length}`);
     const url = redisUrlFrom(opts);
     // Unreachable, or a refused password: one line and exit code 2 (not a finding).
     await checkRedis(url, redisLabel(opts), connectTimeoutFrom(opts));
