@@ -293,7 +293,10 @@ async function runBulk(
       return;
     }
     if (result.total === 0) {
-      process.stdout.write(`${verb} 0 dead jobs: none matched${filterText(filter)}\n`);
+      const matching = filterText(filter);
+      process.stdout.write(
+        `${verb} 0 dead jobs: ${matching === '' ? 'the DLQ is empty' : `none${matching}`}\n`,
+      );
       return;
     }
     const skipped = abort.signal.aborted ? 0 : result.total - result.done;
