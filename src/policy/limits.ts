@@ -21,8 +21,8 @@ export const limits = Object.freeze({
   budgetTokens: 1_000_000,
   /** A window (budget, breaker) length. 1 day. */
   windowMs: 86_400_000,
-  /** Samples `requeue plan` draws, all retries counted (samples × retries). */
-  planDelays: 50_000_000,
+  /** Samples `requeue plan` draws, all retries counted (samples × retries): about 9 s of CPU. */
+  planDelays: 20_000_000,
   /** Characters of a queue name. */
   queueName: 200,
   /** Characters of a job name. */

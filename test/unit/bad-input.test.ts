@@ -13,7 +13,10 @@ import {
 } from '../../src/policy/classify/classify.js';
 import { storableDetails, storableResult } from '../../src/policy/outcome.js';
 import { checkQueueSet, parseQueueName } from '../../src/policy/queue-name.js';
+import { simulatePlan } from '../../src/policy/plan.js';
 import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
+import { simulateContention } from '../../src/policy/simulate/contention.js';
+import { simulateOutage } from '../../src/policy/simulate/outage.js';
 import { ConfigError, parseConfig } from '../../src/policy/validate.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import type { RequeueQueue } from '../../src/scheduler/queue.js';
@@ -502,6 +505,11 @@ const cliCases: [string, string[], RegExp][] = [
     /simulated requests, more than 1e\+7/,
   ],
   [
+    'plan --samples 10000000 --max-attempts 6 (22 s of CPU, 376 MB)',
+    ['plan', '--samples', '10000000', '--max-attempts', '6'],
+    /^requeue: --samples × retries: at most 20000000 delays, got 10000000 × 5/,
+  ],
+  [
     'doctor --queue × 1001',
     ['doctor', ...Array.from({ length: 1001 }, (_, i) => ['--queue', `q${i}`]).flat()],
     /^requeue: --queue: at most 1000, got 1001$/,
@@ -686,6 +694,46 @@ describe('the bad-input table: CLI flags (in process)', () => {
     expect(lines, stderr).toHaveLength(1);
     expect(lines[0]).toMatch(message);
   });
+});
+
+it('the work bounds hold outside the CLI too: the simulators and simulatePlan refuse', () => {
+  const policy = parseRetryPolicy({});
+  expect(() => simulatePlan(policy, { samples: 10_000_000, random: () => 0.5 })).toThrow(
+    /^samples × retries: at most 20000000 delays/,
+  );
+  expectConfigError(
+    () =>
+      simulateContention(['full-jitter'], {
+        clients: 10_000,
+        trials: 100_000,
+        seed: 7,
+        netMeanMs: 10,
+        netSdMs: 2,
+        policy,
+      }),
+    /^clients \(10000\)² × trials \(100000\) × strategies \(1\)/,
+  );
+  expectConfigError(
+    () =>
+      simulateOutage(['full-jitter'], {
+        clients: 200_000,
+        seed: 7,
+        meanGapMs: 1,
+        timeoutMs: 2_000,
+        stopAtMs: 15_000,
+        stopForMs: 20_000,
+        durationMs: 3_600_000,
+        server: {
+          minDelayMs: 100,
+          concurrencyLimit: 30,
+          latencyFactor: 1.05,
+          latencyK: 15,
+          backlog: 1024,
+        },
+        policy,
+      }),
+    /^clients \(200000\) × durationMs \(3600000\) ÷ min\(timeoutMs, meanGapMs \+ minDelayMs\)/,
+  );
 });
 
 describe('the bad-input table: CLI against Redis (in process)', () => {
