@@ -51,7 +51,7 @@ export async function firstReply<T = unknown>(
       throw new ConfigError(
         `${target.label}: no reply from Redis at ${redactUrl(target.url)} within ${timeoutMs} ms` +
           (lastError ? ` (${redactText(lastError.message)})` : '') +
-          ' (REDIS_CONNECT_TIMEOUT_MS or --connect-timeout-ms to wait longer)',
+          ' (to wait longer: REDIS_CONNECT_TIMEOUT_MS; CLI: --connect-timeout-ms)',
       );
     }
     return outcome.value;
