@@ -1,3 +1,6 @@
+import { jsonDeeperThan } from '../policy/json-depth.js';
+import { limits } from '../policy/limits.js';
+
 /**
  * A usage error: bad flag, bad JSON, invalid option. The CLI prints its
  * message on one line and exits with code 2, never a stack trace.
@@ -6,8 +9,14 @@ export class CliUsageError extends Error {
   override name = 'CliUsageError';
 }
 
-/** Parses a JSON flag value, naming the flag when it is not JSON. */
+/**
+ * Parses a JSON flag value, naming the flag when it is not JSON or nests
+ * deeper than the intake allows (a deep value would overflow the stack of
+ * whatever serializes it next).
+ */
 export function parseJsonFlag(flag: string, value: string): unknown {
+  if (jsonDeeperThan(value, limits.bodyDepth))
+    throw new CliUsageError(`${flag}: nested deeper than ${limits.bodyDepth} levels`);
   try {
     return JSON.parse(value);
   } catch (err) {

@@ -9,6 +9,17 @@ import {
   type RedisClient,
 } from '../redis/connection.js';
 import { defaultDataDir, embeddedRedisUrl } from '../redis/embedded-record.js';
+import { connectTimeoutFromEnv, firstReply } from '../redis/check-redis.js';
+import { limits } from '../policy/limits.js';
+import { CliUsageError, parseNumberFlag } from './cli-error.js';
+
+/** The flags {@link withRedisOption} adds, as commander hands them over. */
+export interface RedisFlags {
+  redis?: string;
+  dataDir?: string;
+  cluster?: boolean;
+  connectTimeoutMs?: string;
+}
 
 /** Adds `--redis <url>`, `--cluster` and `--data-dir <dir>` to a command. */
 export function withRedisOption(command: Command): Command {
@@ -18,9 +29,13 @@ export function withRedisOption(command: Command): Command {
       'the Redis URL names a seed node of a Redis Cluster (default: REDIS_CLUSTER)',
     )
     .hook('preAction', (cmd) => {
+      const opts = cmd.opts<RedisFlags>();
       // One switch for everything the command opens (its worker, its metrics):
       // --cluster is REDIS_CLUSTER=1 for this process.
-      if (cmd.opts<{ cluster?: boolean }>().cluster) process.env.REDIS_CLUSTER = '1';
+      if (opts.cluster) process.env.REDIS_CLUSTER = '1';
+      // Checked before anything runs, in one place for every command that connects.
+      if (opts.redis !== undefined) checkRedisUrl(opts.redis);
+      connectTimeoutFrom(opts);
     })
     .option(
       '--redis <url>',
@@ -29,7 +44,42 @@ export function withRedisOption(command: Command): Command {
     .option(
       '--data-dir <dir>',
       `the service's data directory, where its embedded Redis is found (default: REQUEUE_DATA_DIR, else ${defaultDataDir})`,
+    )
+    .option(
+      '--connect-timeout-ms <ms>',
+      'give up (exit code 2) when Redis has not answered within this long (default: REDIS_CONNECT_TIMEOUT_MS, else 5000)',
     );
+}
+
+/** Refuses a `--redis` that is not a `redis://` or `rediss://` URL, naming the flag. */
+function checkRedisUrl(value: string): void {
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(value).protocol;
+  } catch {
+    // Not a URL at all: said below.
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:')
+    throw new CliUsageError(
+      `--redis: expected a redis:// or rediss:// URL (e.g. redis://127.0.0.1:6379), got "${value}"`,
+    );
+}
+
+/** How long to wait for Redis's first reply: `--connect-timeout-ms`, else the environment's. */
+export function connectTimeoutFrom(options: { connectTimeoutMs?: string }): number {
+  return options.connectTimeoutMs === undefined
+    ? connectTimeoutFromEnv()
+    : parseNumberFlag('--connect-timeout-ms', options.connectTimeoutMs, {
+        integer: true,
+        min: 1,
+        max: limits.timeoutMs,
+      });
+}
+
+/** The setting a command's Redis URL came from, for its error lines. */
+export function redisLabel(options: { redis?: string }): string {
+  if (options.redis !== undefined) return '--redis';
+  return readEnv().REDIS_URL !== undefined ? 'REDIS_URL' : 'redis';
 }
 
 /**
@@ -52,22 +102,26 @@ let lastConnectionError: Error | undefined;
  * A connection for a one-shot command: a few quick reconnection attempts,
  * then the command fails with one line instead of retrying forever.
  */
-export function cliRedis(options: {
-  redis?: string;
-  dataDir?: string;
-  cluster?: boolean;
-}): RedisClient {
+export function cliRedis(options: RedisFlags): RedisClient {
   // requeue's reconnect waits, but a one-shot command gives up after two.
   const retry = (times: number): number | null => (times > 2 ? null : reconnectStrategy(times));
   const url = redisUrlFrom(options);
+  const connectTimeout = connectTimeoutFrom(options);
+  // ioredis waits this long (2 s by default) for a closed socket to finish closing: the command is done.
+  const disconnectTimeout = 100;
   const redis: RedisClient =
     (options.cluster ?? false) || clusterFromEnv()
       ? createCluster(
           url,
-          { maxRetriesPerRequest: 1, connectTimeout: 3_000 },
+          { maxRetriesPerRequest: 1, connectTimeout, disconnectTimeout },
           { clusterRetryStrategy: retry },
         )
-      : new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: retry });
+      : new Redis(url, {
+          maxRetriesPerRequest: 1,
+          connectTimeout,
+          disconnectTimeout,
+          retryStrategy: retry,
+        });
   // The failed command reports the problem, once; ioredis would print each retry.
   redis.on('error', (err: Error) => {
     lastConnectionError = err;
@@ -75,13 +129,22 @@ export function cliRedis(options: {
   return redis;
 }
 
-/** Runs `fn` with a {@link cliRedis} connection and closes it after. */
+/**
+ * Runs `fn` with a {@link cliRedis} connection and closes it after. Redis
+ * must answer first, within `--connect-timeout-ms`: an unreachable or mute
+ * server is one line and exit code 2, not a command waiting for ever.
+ */
 export async function withCliRedis<T>(
-  options: { redis?: string; dataDir?: string; cluster?: boolean },
+  options: RedisFlags,
   fn: (redis: RedisClient) => Promise<T>,
 ): Promise<T> {
   const redis = cliRedis(options);
   try {
+    await firstReply(redis, {
+      url: redisUrlFrom(options),
+      label: redisLabel(options),
+      timeoutMs: connectTimeoutFrom(options),
+    });
     return await fn(redis);
   } finally {
     redis.disconnect();

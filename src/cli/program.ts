@@ -33,11 +33,35 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
         });
       }
     }
+    checkNotEmpty(command);
     command.registeredArguments.forEach((argument, index) => {
       if (argument.name() === 'queue') parseQueueName(command.processedArgs[index], '<queue>');
     });
   });
   return program;
+}
+
+/**
+ * No value given on the command line may be empty: `--id ''` would match no
+ * job (or, as a prefix, every one) and say nothing of it. One rule for every
+ * option and argument of every command; environment values are the
+ * parser's (an empty variable is unset).
+ */
+function checkNotEmpty(command: Command): void {
+  for (const option of command.options) {
+    const name = option.attributeName();
+    const value: unknown = command.getOptionValue(name);
+    if (command.getOptionValueSource(name) === 'cli' && isBlank(value))
+      throw new CliUsageError(`${option.long ?? option.flags}: must not be empty`);
+  }
+  command.registeredArguments.forEach((argument, index) => {
+    if (isBlank(command.processedArgs[index]))
+      throw new CliUsageError(`<${argument.name()}>: must not be empty`);
+  });
+}
+
+function isBlank(value: unknown): boolean {
+  return typeof value === 'string' && value.trim() === '';
 }
 
 /**

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { limits } from '../policy/limits.js';
 import { ConfigError, parseConfig } from '../policy/validate.js';
 import { defaultSecretHeaders } from '../util/redact.js';
 
@@ -57,6 +58,11 @@ export const logLevelSchema = envValue.oneOf([
 export const envSchema = z.object({
   /** Redis connection URL, e.g. `redis://:password@host:6379/0`. */
   REDIS_URL: z.string().url().optional(),
+  /**
+   * How long a start or a one-shot command waits for Redis's first reply
+   * (connect, then PING) before it gives up with exit code 2. @defaultValue `5000`
+   */
+  REDIS_CONNECT_TIMEOUT_MS: envValue.integer(1, limits.timeoutMs).optional(),
   /** pino level. @defaultValue `info` */
   LOG_LEVEL: logLevelSchema.default('info'),
   /**

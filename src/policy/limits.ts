@@ -21,8 +21,8 @@ export const limits = Object.freeze({
   budgetTokens: 1_000_000,
   /** A window (budget, breaker) length. 1 day. */
   windowMs: 86_400_000,
-  /** Samples `requeue plan` draws, all retries counted (samples × retries). */
-  planDelays: 50_000_000,
+  /** Samples `requeue plan` draws, all retries counted (samples × retries): about 9 s of CPU. */
+  planDelays: 20_000_000,
   /** Characters of a queue name. */
   queueName: 200,
   /** Characters of a job name. */
@@ -39,4 +39,6 @@ export const limits = Object.freeze({
   listLimit: 10_000,
   /** Dead jobs kept per queue by retention. */
   retentionCount: 10_000_000,
+  /** Queues one `requeue doctor` checks (`--queue`, repeated), five round trips each. */
+  doctorQueues: 1_000,
 });

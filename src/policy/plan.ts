@@ -1,6 +1,7 @@
 import { summarize, type Summary } from '../util/stats.js';
 import type { Random } from '../util/system.js';
 import { computeDelay } from './backoff/index.js';
+import { limits } from './limits.js';
 import type { RetryPolicy } from './retry-policy.js';
 
 /** The distribution of one retry's delay over many simulated jobs, in milliseconds. */
@@ -37,11 +38,18 @@ export interface PlanOptions {
  * elapsed since the first failure. Each job carries its own previous delay,
  * for the strategies that depend on it. `maxElapsedMs` does not cut delays
  * short; it only feeds `gaveUp`.
- * @throws RangeError if `samples` is not an integer ≥ 1.
+ * @throws RangeError if `samples` is not an integer ≥ 1, or `samples × retries`
+ *   is over `limits.planDelays`.
  */
 export function simulatePlan(policy: RetryPolicy, { samples, random }: PlanOptions): PlanResult {
   if (!Number.isInteger(samples) || samples < 1) {
     throw new RangeError(`samples must be an integer ≥ 1, got ${samples}`);
+  }
+  // The work is the product: each flag in bounds can still ask for hours (issue 21).
+  if (samples * (policy.maxAttempts - 1) > limits.planDelays) {
+    throw new RangeError(
+      `samples × retries: at most ${limits.planDelays} delays, got ${samples} × ${policy.maxAttempts - 1}`,
+    );
   }
   // Retry by retry over all jobs, so memory is a few arrays of `samples`
   // whatever the number of retries.

@@ -248,9 +248,12 @@ describe('the requeue CLI', () => {
         {},
         10_000,
       );
-      expect(result.code, result.stderr).toBe(1);
+      // Exit code 2, README's code for an unreachable Redis (it was 1 here, 2 for doctor).
+      expect(result.code, result.stderr).toBe(2);
       expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
-      expect(result.stderr).toMatch(/^requeue: /);
+      expect(result.stderr).toMatch(
+        /^requeue: --redis: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+ /,
+      );
     },
     CLI_TEST_TIMEOUT_MS,
   );

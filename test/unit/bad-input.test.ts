@@ -1,4 +1,6 @@
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { runCli } from '../../src/cli/program.js';
 import { readEnv } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
@@ -11,7 +13,10 @@ import {
 } from '../../src/policy/classify/classify.js';
 import { storableDetails, storableResult } from '../../src/policy/outcome.js';
 import { checkQueueSet, parseQueueName } from '../../src/policy/queue-name.js';
+import { simulatePlan } from '../../src/policy/plan.js';
 import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
+import { simulateContention } from '../../src/policy/simulate/contention.js';
+import { simulateOutage } from '../../src/policy/simulate/outage.js';
 import { ConfigError, parseConfig } from '../../src/policy/validate.js';
 import { retentionSchema } from '../../src/scheduler/dlq-retention.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
@@ -470,6 +475,139 @@ const cliCases: [string, string[], RegExp][] = [
     ['worker', 'q', '--handler', 'test/fixtures/not-a-handler.mjs'],
     /--handler: .* has no default export function/,
   ],
+  // Issue 21, parts 4, 10 and 11: what each said before is in the label.
+  [
+    '--redis not-a-url (said "Invalid URL", exit 1)',
+    ['stats', 'q', '--redis', 'not-a-url'],
+    /^requeue: --redis: expected a redis:\/\/ or rediss:\/\/ URL .*got "not-a-url"$/,
+  ],
+  ['--redis http://…', ['dlq', 'list', 'q', '--redis', 'http://127.0.0.1:6379'], /--redis: /],
+  ['--connect-timeout-ms 0', ['stats', 'q', '--connect-timeout-ms', '0'], /--connect-timeout-ms: /],
+  ['--connect-timeout-ms x', ['doctor', '--connect-timeout-ms', 'x'], /--connect-timeout-ms: /],
+  [
+    '--connect-timeout-ms over an hour',
+    ['stats', 'q', '--connect-timeout-ms', '7200000'],
+    /--connect-timeout-ms: must be ≤ 3600000/,
+  ],
+  [
+    'enqueue --data nested 10,000 deep (said "Maximum call stack size exceeded")',
+    ['enqueue', 'q', '--data', '['.repeat(10_000) + ']'.repeat(10_000)],
+    /^requeue: --data: nested deeper than 64 levels$/,
+  ],
+  [
+    'worker --policy nested 10,000 deep',
+    [
+      'worker',
+      'q',
+      '--handler',
+      handler,
+      '--policy',
+      '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000),
+    ],
+    /^requeue: --policy: nested deeper than 64 levels$/,
+  ],
+  [
+    'dlq purge --id \'\' (said "purged 0")',
+    ['dlq', 'purge', 'q', '--id', ''],
+    /^requeue: --id: must not be empty$/,
+  ],
+  [
+    "dlq replay --id ' '",
+    ['dlq', 'replay', 'q', '--id', ' '],
+    /^requeue: --id: must not be empty$/,
+  ],
+  [
+    "dlq list --name ''",
+    ['dlq', 'list', 'q', '--name', ''],
+    /^requeue: --name: must not be empty$/,
+  ],
+  ["dlq show <id> ''", ['dlq', 'show', 'q', ''], /^requeue: <id>: must not be empty$/],
+  [
+    "endpoint enable <endpointId> ''",
+    ['endpoint', 'enable', 'q', ''],
+    /<endpointId>: must not be empty/,
+  ],
+  [
+    'simulate contention --clients 10000 --trials 100000 (ran for hours)',
+    ['simulate', '--scenario', 'contention', '--clients', '10000', '--trials', '100000'],
+    /^requeue: --clients \(10000\)² × --trials \(100000\) × --strategies \(9\) is up to 9\.0e\+13 simulated calls/,
+  ],
+  [
+    'simulate outage --clients 200000 --duration-ms 3600000 --mean-gap-ms 1 (ran for hours)',
+    [
+      'simulate',
+      '--scenario',
+      'outage',
+      '--clients',
+      '200000',
+      '--duration-ms',
+      '3600000',
+      '--mean-gap-ms',
+      '1',
+    ],
+    /^requeue: --clients \(200000\) × --duration-ms \(3600000\) ÷ min\(--timeout-ms, --mean-gap-ms \+ --min-delay-ms\) × --strategies \(9\)/,
+  ],
+  [
+    'simulate outage --min-delay-ms 0.001 --timeout-ms 0.001 (tiny steps, the same product)',
+    ['simulate', '--scenario', 'outage', '--min-delay-ms', '0.001', '--mean-gap-ms', '0.001'],
+    /simulated requests, more than 1e\+7/,
+  ],
+  [
+    'plan --samples 10000000 --max-attempts 6 (22 s of CPU, 376 MB)',
+    ['plan', '--samples', '10000000', '--max-attempts', '6'],
+    /^requeue: --samples × retries: at most 20000000 delays, got 10000000 × 5/,
+  ],
+  [
+    'doctor --queue × 1001',
+    ['doctor', ...Array.from({ length: 1001 }, (_, i) => ['--queue', `q${i}`]).flat()],
+    /^requeue: --queue: at most 1000, got 1001$/,
+  ],
+];
+
+/** A server that accepts connections and never answers (issue 21, part 4). */
+let muteUrl = '';
+/** Rows that need the run's Redis or the mute one: label, args, exit code, the one line. */
+const redisCliCases: [string, (queue: string) => string[], number, RegExp][] = [
+  [
+    'dlq replay --id nope (said "replayed 0", exit 0)',
+    (q) => ['dlq', 'replay', q, '--id', 'nope'],
+    2,
+    /^requeue: --id: no dead job "nope" in .*'s DLQ$/,
+  ],
+  [
+    'dlq purge --id nope',
+    (q) => ['dlq', 'purge', q, '--id', 'nope', '--reason', 'gone'],
+    2,
+    /^requeue: --id: no dead job "nope" in .*'s DLQ matching --reason gone$/,
+  ],
+  [
+    'dlq replay --reason gone with nothing dead: says none matched, exit 0',
+    (q) => ['dlq', 'replay', q, '--reason', 'gone'],
+    0,
+    /^replayed 0 dead jobs: none matching --reason gone$/,
+  ],
+  [
+    'breaker status --key never seen (said closed)',
+    (q) => ['breaker', 'status', q, '--key', 'nope'],
+    2,
+    /^requeue: --key: no breaker "nope" on .*: never seen \(known: none\)$/,
+  ],
+  ...(
+    [
+      ['stats', 'q'],
+      ['enqueue', 'q', '--data', '{}'],
+      ['dlq', 'list', 'q'],
+      ['dlq', 'replay', 'q', '--all'],
+      ['breaker', 'status', 'q'],
+      ['endpoint', 'list', 'q'],
+      ['doctor'],
+    ] as const
+  ).map((args): [string, (queue: string) => string[], number, RegExp] => [
+    `${args.join(' ')} against a mute Redis (hung 60 s or more)`,
+    () => [...args, '--redis', muteUrl, '--connect-timeout-ms', '200'],
+    2,
+    /^requeue: --redis: no reply from Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ within 200 ms/,
+  ]),
 ];
 
 describe('the bad-input table', () => {
@@ -613,6 +751,82 @@ describe('the bad-input table: CLI flags (in process)', () => {
     const lines = stderr.trimEnd().split('\n');
     expect(lines, stderr).toHaveLength(1);
     expect(lines[0]).toMatch(message);
+  });
+});
+
+it('the work bounds hold outside the CLI too: the simulators and simulatePlan refuse', () => {
+  const policy = parseRetryPolicy({});
+  expect(() => simulatePlan(policy, { samples: 10_000_000, random: () => 0.5 })).toThrow(
+    /^samples × retries: at most 20000000 delays/,
+  );
+  expectConfigError(
+    () =>
+      simulateContention(['full-jitter'], {
+        clients: 10_000,
+        trials: 100_000,
+        seed: 7,
+        netMeanMs: 10,
+        netSdMs: 2,
+        policy,
+      }),
+    /^clients \(10000\)² × trials \(100000\) × strategies \(1\)/,
+  );
+  expectConfigError(
+    () =>
+      simulateOutage(['full-jitter'], {
+        clients: 200_000,
+        seed: 7,
+        meanGapMs: 1,
+        timeoutMs: 2_000,
+        stopAtMs: 15_000,
+        stopForMs: 20_000,
+        durationMs: 3_600_000,
+        server: {
+          minDelayMs: 100,
+          concurrencyLimit: 30,
+          latencyFactor: 1.05,
+          latencyK: 15,
+          backlog: 1024,
+        },
+        policy,
+      }),
+    /^clients \(200000\) × durationMs \(3600000\) ÷ min\(timeoutMs, meanGapMs \+ minDelayMs\)/,
+  );
+});
+
+describe('the bad-input table: CLI against Redis (in process)', () => {
+  let output: string;
+  let mute: Server;
+  const muteSockets = new Set<Socket>();
+  beforeAll(async () => {
+    mute = createServer((socket) => {
+      muteSockets.add(socket.on('error', () => undefined));
+    });
+    await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
+    muteUrl = `redis://:mute-s3cret@127.0.0.1:${(mute.address() as AddressInfo).port}`;
+    for (const stream of [process.stdout, process.stderr])
+      vi.spyOn(stream, 'write').mockImplementation((chunk: string | Uint8Array) => {
+        output += String(chunk);
+        return true;
+      });
+  });
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    for (const socket of muteSockets) socket.destroy();
+    await new Promise<void>((resolve) => mute.close(() => resolve()));
+  });
+
+  it.each(redisCliCases)('%s', async (_label, args, exitCode, message) => {
+    output = '';
+    const queue = uniqueQueueName('bad-input');
+    const given = args(queue);
+    const withRedis = given.includes('--redis') ? given : [...given, '--redis', redisUrl()];
+    const code = await runCli(['node', 'requeue', ...withRedis]);
+    expect(code, output).toBe(exitCode);
+    const lines = output.trimEnd().split('\n');
+    expect(lines, output).toHaveLength(1);
+    expect(lines[0]).toMatch(message);
+    expect(output).not.toContain('mute-s3cret');
   });
 });
 
@@ -901,6 +1115,7 @@ it('the table holds at least 150 cases', () => {
     failureCases.length +
     resultCases.length +
     cliCases.length +
+    redisCliCases.length +
     intakeCaseCount;
   expect(total).toBeGreaterThanOrEqual(150);
 });

@@ -9,6 +9,7 @@ import {
 import { z } from 'zod';
 import { ConfigError } from '../../src/config/env.js';
 import type { Logger } from '../../src/config/logger.js';
+import { jsonDeeperThan } from '../../src/policy/json-depth.js';
 import { limits } from '../../src/policy/limits.js';
 import type { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import type { RequeueQueue } from '../../src/scheduler/queue.js';
@@ -49,26 +50,8 @@ export interface IntakeOptions {
 /** JSON media types: `application/json`, `application/*+json`, any parameters. */
 const jsonMediaType = /^application\/(?:[\w.-]+\+)?json\s*(?:;.*)?$/i;
 
-/**
- * Whether JSON text nests deeper than `max`, by counting brackets outside
- * strings: O(n), no recursion, before `JSON.parse` (and zod, and the
- * serializer) ever see the body.
- */
-export function jsonDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return true;
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return false;
-}
+// Moved to src/policy so the CLI's JSON flags share it; kept exported from here.
+export { jsonDeeperThan };
 
 /** An error whose status and message go to the client as they are. */
 export class HttpError extends Error {

@@ -3,6 +3,8 @@
  *
  * Environment (validated up front; a bad value exits with code 2 naming it):
  * - `REDIS_URL` — @defaultValue `redis://127.0.0.1:6379`
+ * - `REDIS_CONNECT_TIMEOUT_MS` — a Redis that has not answered by then stops
+ *   the start (exit code 2, one line). @defaultValue `5000`
  * - `WEBHOOK_QUEUE` — @defaultValue `webhooks`
  * - `WEBHOOK_CONCURRENCY` — deliveries at once. @defaultValue `16`
  * - `WEBHOOK_ENDPOINT_CONCURRENCY` — deliveries at once to one endpoint (its

@@ -6,7 +6,7 @@ import { BreakerStore, breakerStatusView, type BreakerStatus } from '../../redis
 import { BudgetStore, type BudgetStatus } from '../../redis/budget-store.js';
 import { PauseStore } from '../../redis/pause-store.js';
 import { queueBreakerKey } from '../../scheduler/worker.js';
-import { parseJsonFlag } from '../cli-error.js';
+import { CliUsageError, parseJsonFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { printTable } from '../table.js';
 
@@ -30,7 +30,13 @@ export function registerBreaker(program: Command): void {
       await withStores(queue, opts, async (store, budget, pauseStore) => {
         // Reads only: the windows are summed with the geometry stored with them,
         // so --breaker/--budget here never change what the workers see.
-        const keys = opts.key !== undefined ? [opts.key] : await store.knownKeys();
+        const known = await store.knownKeys();
+        // A key no worker has recorded and no one set is not "closed": it is unknown here.
+        if (opts.key !== undefined && opts.key !== queueBreakerKey && !known.includes(opts.key))
+          throw new CliUsageError(
+            `--key: no breaker "${opts.key}" on ${queue}: never seen (known: ${known.length > 0 ? known.slice(0, 10).join(', ') + (known.length > 10 ? `, … ${known.length - 10} more` : '') : 'none'})`,
+          );
+        const keys = opts.key !== undefined ? [opts.key] : known;
         const statuses: BreakerStatus[] = [];
         for (const key of keys.length > 0 ? keys : [queueBreakerKey])
           statuses.push(await store.status(key));

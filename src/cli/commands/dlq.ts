@@ -143,7 +143,7 @@ export function registerDlq(program: Command): void {
         opts.rate === undefined
           ? undefined
           : parseNumberFlag('--rate', opts.rate, { min: 0.001, max: 1_000_000 });
-      await runBulk(queue, opts, 'replayed', (dead, onProgress, signal) =>
+      await runBulk(queue, opts, filter, 'replayed', (dead, onProgress, signal) =>
         dead.replay(filter, {
           onProgress,
           signal,
@@ -154,7 +154,7 @@ export function registerDlq(program: Command): void {
 
   bulkCommand(dlq, 'purge', 'Delete dead jobs for good').action(async (queue: string, opts) => {
     const filter = toBulkFilter(opts);
-    await runBulk(queue, opts, 'purged', (dead, onProgress, signal) =>
+    await runBulk(queue, opts, filter, 'purged', (dead, onProgress, signal) =>
       dead.purge(filter, { onProgress, signal }),
     );
   });
@@ -263,6 +263,7 @@ async function withDlq<T>(
 async function runBulk(
   queue: string,
   opts: { redis?: string; json?: boolean },
+  filter: DeadJobFilter,
   verb: string,
   run: (
     dead: DeadLetterQueue,
@@ -281,8 +282,21 @@ async function runBulk(
     const result = await withDlq(queue, opts, (dead) =>
       run(dead, (p) => bar.update(p.done, p.total), abort.signal),
     ).finally(() => bar.finish());
+    // A named job that is not there is an error, as for `dlq show`; a filter that matches
+    // nothing (--reason, --all) is nothing to do, and says so.
+    if (result.total === 0 && filter.id !== undefined)
+      throw new CliUsageError(
+        `--id: no dead job "${filter.id}" in ${queue}'s DLQ${filterText(filter)}`,
+      );
     if (opts.json) {
       process.stdout.write(JSON.stringify(result) + '\n');
+      return;
+    }
+    if (result.total === 0) {
+      const matching = filterText(filter);
+      process.stdout.write(
+        `${verb} 0 dead jobs: ${matching === '' ? 'the DLQ is empty' : `none${matching}`}\n`,
+      );
       return;
     }
     const skipped = abort.signal.aborted ? 0 : result.total - result.done;
@@ -298,6 +312,16 @@ async function runBulk(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** The filters besides the id, as flags, for "nothing matched" lines. */
+function filterText(filter: DeadJobFilter): string {
+  const parts: string[] = [];
+  if (filter.reason !== undefined) parts.push(`--reason ${filter.reason}`);
+  if (filter.name !== undefined) parts.push(`--name ${JSON.stringify(filter.name)}`);
+  if (filter.since !== undefined) parts.push(`--since ${new Date(filter.since).toISOString()}`);
+  if (filter.until !== undefined) parts.push(`--until ${new Date(filter.until).toISOString()}`);
+  return parts.length > 0 ? ` matching ${parts.join(' ')}` : '';
 }
 
 function listEntry(r: DeadJobRecord) {

@@ -9,11 +9,20 @@ import {
   type NodeFacts,
   type RedisFacts,
 } from '../../policy/doctor.js';
+import { limits } from '../../policy/limits.js';
 import { parseQueueName } from '../../policy/queue-name.js';
 import { checkRedis } from '../../redis/check-redis.js';
 import { bullPrefix, requeueKeys } from '../../redis/keys.js';
 import { systemClock } from '../../util/system.js';
-import { redisUrlFrom, withCliRedis, withRedisOption } from '../connection-flag.js';
+import {
+  connectTimeoutFrom,
+  redisLabel,
+  redisUrlFrom,
+  type RedisFlags,
+  withCliRedis,
+  withRedisOption,
+} from '../connection-flag.js';
+import { CliUsageError } from '../cli-error.js';
 import { formatTable } from '../table.js';
 
 /** BullMQ's own floor (its `RedisConnection.minimumVersion`, not exported). */
@@ -23,9 +32,7 @@ const bullmqMinimumRedis = '5.0.0';
 const probeTimeoutMs = 50;
 const probes = 5;
 
-interface DoctorFlags {
-  redis?: string;
-  dataDir?: string;
+interface DoctorFlags extends RedisFlags {
   queue?: string[];
   json?: boolean;
 }
@@ -46,9 +53,11 @@ export function registerDoctor(program: Command): void {
       .option('--json', 'print {"ok", "findings", "checks": [...], "facts": {...}} as JSON'),
   ).action(async (opts: DoctorFlags) => {
     const queues = (opts.queue ?? []).map((name) => parseQueueName(name, '--queue'));
+    if (queues.length > limits.doctorQueues)
+      throw new CliUsageError(`--queue: at most ${limits.doctorQueues}, got ${queues.length}`);
     const url = redisUrlFrom(opts);
     // Unreachable, or a refused password: one line and exit code 2 (not a finding).
-    await checkRedis(url, opts.redis !== undefined ? '--redis' : 'redis');
+    await checkRedis(url, redisLabel(opts), connectTimeoutFrom(opts));
     const facts = await withCliRedis(opts, (redis) => gatherFacts(redis, queues));
     const diagnosis = diagnoseRedis(facts);
     if (opts.json) {

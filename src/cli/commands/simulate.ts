@@ -20,6 +20,7 @@ import {
   simStrategies,
   type SimStrategy,
 } from '../../policy/simulate/sim-strategy.js';
+import { checkContentionWork, checkOutageWork } from '../../policy/simulate/work-bound.js';
 import { CliUsageError, parseJsonFlag, parseNumberFlag } from '../cli-error.js';
 import { formatTable } from '../table.js';
 import { describeIssues, formatMs } from './plan.js';
@@ -172,11 +173,13 @@ export function registerSimulate(program: Command): void {
       let svg: (() => Promise<string>) | undefined;
       if (scenario === 'contention') {
         const params = contentionParams(flags, seed, policy);
+        checkContentionWork(params, strategies.length, flagOf);
         const results = simulateContention(strategies, params);
         output = flags.json ? contentionJson(params, results) : contentionTable(params, results);
         svg = async () => (await import('../simulate-svg.js')).contentionSvg(params, results);
       } else {
         const params = outageParams(flags, seed, policy);
+        checkOutageWork(params, strategies.length, flagOf);
         const results = simulateOutage(strategies, params);
         output = flags.json ? outageJson(params, results) : outageTable(params, results);
         svg = async () => (await import('../simulate-svg.js')).outageSvg(params, results);
@@ -328,10 +331,7 @@ function withFlag<T>(flag: string, parse: () => T): T {
   }
 }
 
-const round = (n: number, places: number): number => {
-  const scale = 10 ** places;
-  return Math.round(n * scale) / scale;
-};
+const round = (n: number, places: number): number => Math.round(n * 10 ** places) / 10 ** places;
 
 function policyParams(policy: RetryPolicy) {
   const { baseMs, capMs, factor, jitter, randomMs } = policy;
@@ -416,9 +416,7 @@ function contentionTable(params: ContentionParams, results: ContentionResult[]):
   return `${lines.join('\n')}\n`;
 }
 
-function sum(values: readonly number[]): number {
-  return values.reduce((a, b) => a + b, 0);
-}
+const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
 
 function outageTable(params: OutageParams, results: OutageResult[]): string {
   const { clients, seed, meanGapMs, timeoutMs, stopAtMs, stopForMs, durationMs, server, policy } =

@@ -10,7 +10,12 @@ import { createWorker, type Handler } from '../../scheduler/worker.js';
 import { loadHandlerModule } from '../../util/load-module.js';
 import { closeOnSignal } from '../../util/signals.js';
 import { parseJsonFlag, parseNumberFlag } from '../cli-error.js';
-import { redisUrlFrom, withRedisOption } from '../connection-flag.js';
+import {
+  connectTimeoutFrom,
+  redisLabel,
+  redisUrlFrom,
+  withRedisOption,
+} from '../connection-flag.js';
 
 /** `requeue worker <queue> --handler <module> [--concurrency N] [--policy JSON]` */
 export function registerWorker(program: Command): void {
@@ -93,7 +98,7 @@ export function registerWorker(program: Command): void {
     const logger = createLogger();
     const url = redisUrlFrom(opts);
     // A Redis that refuses the password (or is not there) is one line, not a worker retrying for ever.
-    await checkRedis(url, opts.redis !== undefined ? '--redis' : 'REDIS_URL');
+    await checkRedis(url, redisLabel(opts), connectTimeoutFrom(opts));
     const metrics =
       metricsPort === undefined
         ? undefined

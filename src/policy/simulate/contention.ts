@@ -3,6 +3,7 @@ import type { Random } from '../../util/system.js';
 import type { RetryPolicy } from '../retry-policy.js';
 import { EventQueue } from './event-queue.js';
 import { policyFor, retryDelay, streamRandom, type SimStrategy } from './sim-strategy.js';
+import { checkContentionWork } from './work-bound.js';
 
 /**
  * The contention scenario of the AWS study: `clients` clients each read a
@@ -49,6 +50,7 @@ export function simulateContention(
   strategies: readonly SimStrategy[],
   params: ContentionParams,
 ): ContentionResult[] {
+  checkContentionWork(params, strategies.length);
   const queue = new EventQueue(4 * params.clients);
   const retries = new Int32Array(params.clients);
   const previous = new Float64Array(params.clients);

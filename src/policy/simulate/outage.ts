@@ -27,26 +27,11 @@ import type { RetryPolicy } from '../retry-policy.js';
 import { addToWindow, emptyWindow, geometryFor, windowSums, type WindowHash } from '../window.js';
 import { EventQueue } from './event-queue.js';
 import { policyFor, retryDelay, streamRandom, type SimStrategy } from './sim-strategy.js';
+import { serverLatencyMs, type ServerModel } from './server-model.js';
+import { checkOutageWork } from './work-bound.js';
 
-/**
- * The server of seed 004: it answers in `minDelayMs` while at most
- * `concurrencyLimit` requests are in flight, and in
- * `minDelayMs · latencyFactor^((concurrency − concurrencyLimit) / latencyK)`
- * beyond, re-evaluated as the concurrency changes.
- * @see seed 004 (smira, "Exponential Backoff or how not to crash a server")
- */
-export interface ServerModel {
-  /** @defaultValue `100` */
-  minDelayMs: number;
-  /** @defaultValue `30` */
-  concurrencyLimit: number;
-  /** @defaultValue `1.05` */
-  latencyFactor: number;
-  /** @defaultValue `15` */
-  latencyK: number;
-  /** Connections a stopped server queues; beyond, a connection is not accepted. @defaultValue `1024` */
-  backlog: number;
-}
+// The server's model has a file of its own; its names stay importable from here.
+export { serverLatencyMs, type ServerModel } from './server-model.js';
 
 /** The outage scenario's parameters. */
 export interface OutageParams {
@@ -108,15 +93,6 @@ export interface OutageResult {
   events: number;
 }
 
-/** The server's answer time at `concurrency`. */
-export function serverLatencyMs(concurrency: number, model: ServerModel): number {
-  if (concurrency <= model.concurrencyLimit) return model.minDelayMs;
-  return (
-    model.minDelayMs *
-    model.latencyFactor ** ((concurrency - model.concurrencyLimit) / model.latencyK)
-  );
-}
-
 /** How many seconds in a row must look healthy, and how healthy. */
 export const recoveryWindowS = 10;
 export const recoveryOkFraction = 0.9;
@@ -133,6 +109,7 @@ export function simulateOutage(
   strategies: readonly SimStrategy[],
   params: OutageParams,
 ): OutageResult[] {
+  checkOutageWork(params, strategies.length);
   return strategies.map((strategy) => new OutageRun(strategy, params).run());
 }
 
