@@ -9,7 +9,8 @@
  *   --max-commands N    commands per sequence (default 12)
  *   --without a,b       leave out outcomes (`hang`, `result-bigint`, …) or commands
  *                       (`crash`, `redis-restart`, `adds-during-restart`, `replay`,
- *                       `purge`, `trim`, `breaker`, `status`, `pause`, `add`), or
+ *                       `purge`, `trim`, `breaker`, `status`, `pause`, `add`,
+ *                       `skew-clock`), or
  *                       `breaker-config` (workers never get a breaker)
  *   --time-limit MS     stop trying new sequences (and shrinking) after MS
  *   --quiesce-ms MS     how long a run may take to settle (default 20000)
