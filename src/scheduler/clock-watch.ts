@@ -22,6 +22,8 @@ export interface ClockWatchOptions {
 export interface ClockStatus {
   /** Redis's clock minus this worker's (ms) at the last reading; `undefined` before one. */
   offsetMs: number | undefined;
+  /** The round trip that reading was taken on: its error is at most half of it, plus 1.5 ms. */
+  roundTripMs: number | undefined;
   /** The correction the worker's clock carries (ms). */
   correctionMs: number;
   /** Fetching is refused: the clock is past `maxSkewMs`. */
@@ -54,6 +56,7 @@ export class ClockWatch {
   status(): ClockStatus {
     return {
       offsetMs: this.last?.offsetMs,
+      roundTripMs: this.last?.roundTripMs,
       correctionMs: this.correctionMs,
       refusing: this.refusing,
     };

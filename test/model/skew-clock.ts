@@ -12,10 +12,14 @@ import type { Model } from './model.js';
 import type { ModelJobData, Outcome } from './protocol.js';
 import type { RealSystem } from './system.js';
 
-/** How early a job may start: the offset measurement's error on loopback, and the check's own reads. */
-export const earlyBoundMs = 50;
+/**
+ * How early a job may start: the offset measurement's error (half its round
+ * trip and 1.5 ms), with room for round trips slowed by a loaded machine. A
+ * job a skewed clock released early starts about `delayMs` early.
+ */
+export const earlyBoundMs = 200;
 /** The delay of the jobs the operation adds. */
-const delayMs = 600;
+const delayMs = 1_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
