@@ -1,6 +1,7 @@
 import type { Random } from '../util/system.js';
 import type { Classification } from './classify/classify.js';
 import type { DeadReason } from './dead-reason.js';
+import { dueAfter } from './due-time.js';
 import { planNextAttempt, type RetryPolicy } from './retry-policy.js';
 
 /** What becomes of a failed attempt: a tagged value, never a sentinel number. */
@@ -71,6 +72,9 @@ export function applyEmptyBudget(
   onEmpty: 'delay-to-cap' | 'dead-letter',
 ): FailureDecision {
   if (onEmpty === 'dead-letter') return { action: 'dead-letter', reason: 'budget-exhausted' };
-  const delayMs = Math.max(decision.delayMs, policy.capMs);
-  return { action: 'retry', delayMs, retryAt: now + delayMs, source: 'budget' };
+  return {
+    action: 'retry',
+    ...dueAfter(now, Math.max(decision.delayMs, policy.capMs)),
+    source: 'budget',
+  };
 }

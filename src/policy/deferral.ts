@@ -1,4 +1,5 @@
 import { computeDelay } from './backoff/index.js';
+import { dueAfter, dueNotBefore } from './due-time.js';
 import type { JobState } from './job-state.js';
 import type { Random } from '../util/system.js';
 
@@ -22,9 +23,9 @@ export function deferredUntil(
       { strategy: 'equal-jitter', baseMs: 100, capMs: 5_000, factor: 2, jitter: 0, randomMs: 0 },
       { retry: input.consecutive, random: input.random },
     );
-    return input.now + Math.round(delay);
+    return dueAfter(input.now, delay).retryAt;
   }
-  return input.notBefore + Math.floor(input.random() * (input.spreadMs ?? 1_000));
+  return dueNotBefore(input.notBefore) + Math.floor(input.random() * (input.spreadMs ?? 1_000));
 }
 
 /** How many times in a row the job was deferred just before this attempt (0 if it was not). */

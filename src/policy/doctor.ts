@@ -1,3 +1,5 @@
+import { certainSkewMs } from './clock-offset.js';
+
 /**
  * `requeue doctor`'s judgement, as a pure function: what was read of a Redis
  * (by `src/cli/commands/doctor.ts`) in, one verdict per check out, each
@@ -272,16 +274,16 @@ function skewCheck(skew: RedisFacts['skew']): Check {
   const value =
     `Redis ${skew.skewMs >= 0 ? 'ahead by' : 'behind by'} ${round(Math.abs(skew.skewMs))} ms ` +
     `(± ${round(skew.roundTripMs / 2)} ms)`;
-  if (Math.abs(skew.skewMs) - skew.roundTripMs / 2 <= maxSkewMs)
+  if (certainSkewMs({ offsetMs: skew.skewMs, roundTripMs: skew.roundTripMs }) <= maxSkewMs)
     return { check, status: 'ok', value };
   return {
     check,
     status: 'finding',
     value,
     advice:
-      'synchronise the clocks (NTP) of this host and the Redis host: retries are scheduled on ' +
-      "the workers' clocks and breaker windows on Redis's, so a skew shifts retry times and " +
-      'open circuits by as much',
+      'synchronise the clocks (NTP) of this host and the Redis host: a worker corrects its ' +
+      "clock by the offset it measures from Redis's TIME, warns past 1 s and fetches no job " +
+      'past its maxClockSkewMs (5 s by default)',
   };
 }
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseConfig } from './validate.js';
 import type { Random } from '../util/system.js';
 import { computeDelay, strategyNames } from './backoff/index.js';
+import { dueAfter } from './due-time.js';
 import { limits } from './limits.js';
 
 const delayMs = z.number().nonnegative().max(limits.delayMs);
@@ -87,17 +88,15 @@ export function planNextAttempt(policy: RetryPolicy, ctx: AttemptContext): Retry
   if (attemptsMade >= policy.maxAttempts) return { kind: 'give-up', reason: 'max-attempts' };
 
   const fromServer = serverDelayMs !== undefined;
-  const delayMs = fromServer
-    ? Math.max(0, serverDelayMs)
-    : computeDelay(policy, { retry: attemptsMade - 1, previousDelayMs, random });
+  const { delayMs, retryAt } = dueAfter(
+    now,
+    fromServer
+      ? serverDelayMs
+      : computeDelay(policy, { retry: attemptsMade - 1, previousDelayMs, random }),
+  );
 
-  if (policy.maxElapsedMs !== undefined && now + delayMs > firstFailedAt + policy.maxElapsedMs) {
+  if (policy.maxElapsedMs !== undefined && retryAt > firstFailedAt + policy.maxElapsedMs) {
     return { kind: 'give-up', reason: 'max-elapsed' };
   }
-  return {
-    kind: 'retry',
-    delayMs,
-    retryAt: now + delayMs,
-    source: fromServer ? 'server' : 'strategy',
-  };
+  return { kind: 'retry', delayMs, retryAt, source: fromServer ? 'server' : 'strategy' };
 }

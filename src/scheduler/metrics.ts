@@ -66,6 +66,8 @@ export class RequeueMetrics {
   private readonly latency: Histogram<'queue'>;
   private readonly lateness: Histogram<'queue'>;
   private readonly queues = new Set<RequeueQueue>();
+  /** The watched workers, by queue: their clock readings (no Redis read at scrape). */
+  private readonly clocks = new Map<string, RequeueWorker<unknown, unknown>>();
   /** Breaker and budget stores of the watched workers, by queue. */
   private readonly stores = new Map<string, { breakers?: BreakerStore; budget?: BudgetStore }>();
   private reading: Promise<Map<string, QueueReading>> | undefined;
@@ -207,6 +209,31 @@ export class RequeueMetrics {
             for (const state of phases) this.set({ queue, state }, r.breaker.keys[state]);
       },
     });
+    const clocks = this.clocks;
+    new Gauge({
+      name: 'requeue_clock_offset_seconds',
+      help: "Redis's clock minus this worker's, as last measured from TIME (warned past 1 s)",
+      labelNames: ['queue'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [queue, worker] of clocks) {
+          const { offsetMs } = worker.clockStatus();
+          if (offsetMs !== undefined) this.set({ queue }, offsetMs / 1000);
+        }
+      },
+    });
+    new Gauge({
+      name: 'requeue_clock_fetch_refused',
+      help: 'Whether this worker fetches no job because its clock is past maxClockSkewMs (1) or not (0)',
+      labelNames: ['queue'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [queue, worker] of clocks)
+          this.set({ queue }, worker.clockStatus().refusing ? 1 : 0);
+      },
+    });
     new Gauge({
       name: 'requeue_budget_tokens',
       help: 'Tokens left in the retry budget (token bucket)',
@@ -224,6 +251,7 @@ export class RequeueMetrics {
   /** Counts what a worker does, and reads its breaker and budget on each scrape. */
   watch(worker: RequeueWorker<unknown, unknown>): void {
     const queue = worker.name;
+    this.clocks.set(queue, worker);
     worker.on('job:completed', (e) => {
       this.completed.inc({ queue });
       this.attempts.observe({ queue }, e.attempt);

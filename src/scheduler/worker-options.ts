@@ -74,6 +74,15 @@ export interface WorkerOptions<T = unknown> {
   keyConcurrency?: number | ((job: RequeueJob<T>) => number | undefined);
   /** A retry budget shared in Redis (token bucket or ratio). Off unless given. */
   budget?: BudgetOptionsInput;
+  /**
+   * Past this skew (ms) between this worker's clock and Redis's `TIME`, the
+   * worker fetches no job (active ones run on) until its clock is back within
+   * it; past 1 s it logs a warning. Every time the worker reads is corrected
+   * by the offset it measures either way. @defaultValue `5_000`
+   */
+  maxClockSkewMs?: number;
+  /** How often the worker measures its clock against Redis's. @defaultValue `30_000` */
+  clockCheckIntervalMs?: number;
   /** Start processing at once. @defaultValue `true` */
   autorun?: boolean;
   logger?: Logger;
@@ -88,4 +97,6 @@ export const workerNumbersSchema = z.object({
   lockDurationMs: z.number().int().min(100).max(limits.timeoutMs).optional(),
   stalledIntervalMs: z.number().int().min(100).max(limits.timeoutMs).optional(),
   keyConcurrency: z.number().int().min(1).max(limits.concurrency).optional(),
+  maxClockSkewMs: z.number().int().min(1).max(limits.timeoutMs).optional(),
+  clockCheckIntervalMs: z.number().int().min(100).max(limits.timeoutMs).optional(),
 });

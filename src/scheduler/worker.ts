@@ -16,11 +16,13 @@ import { announceTransition, BreakerGate, queueBreakerKey } from './breaker-gate
 import { DeadLetterQueue } from './dead-letter.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
+import { ClockWatch, type ClockStatus } from './clock-watch.js';
 import { FetchPause } from './fetch-pause.js';
 import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { RetentionKeeper } from './retention-keeper.js';
+import { fetchOnRedisTime } from './redis-time-fetch.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
 import { parseConfig } from '../policy/validate.js';
@@ -55,6 +57,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly clock: Clock;
+  private readonly clockWatch: ClockWatch;
   private readonly logger: Logger;
   /** The running attempts' controllers: closing past the deadline aborts them. */
   private readonly running = new Set<AbortController>();
@@ -85,17 +88,28 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         stalledIntervalMs: options.stalledIntervalMs,
         keyConcurrency:
           typeof options.keyConcurrency === 'number' ? options.keyConcurrency : undefined,
+        maxClockSkewMs: options.maxClockSkewMs,
+        clockCheckIntervalMs: options.clockCheckIntervalMs,
       },
       'worker',
     );
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;
-    this.clock = options.clock ?? systemClock;
     const random = options.random ?? systemRandom;
     this.policy = parseRetryPolicy(options.policy ?? {}, 'worker.policy');
     const classify: ClassifyOptions = parseClassifyOptions(options.classify ?? {});
     this.logger = (options.logger ?? createLogger()).child({ queue: name });
+    // Every time this worker reads (due times, starts, BullMQ's fetch) is Redis's, as measured.
+    this.clockWatch = new ClockWatch({
+      redis,
+      clock: options.clock ?? systemClock,
+      logger: this.logger,
+      maxSkewMs: options.maxClockSkewMs ?? 5_000,
+      intervalMs: options.clockCheckIntervalMs ?? 30_000,
+      onRefuse: (refuse) => (refuse ? this.fetch.hold() : this.fetch.release()),
+    });
+    this.clock = this.clockWatch.clock;
     this.breakerOptions = options.breaker
       ? parseBreakerOptions(options.breaker, 'worker.breaker')
       : undefined;
@@ -149,6 +163,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       // a job that keeps killing workers; BullMQ must not fail it on its own.
       maxStalledCount: 1_000_000,
     });
+    fetchOnRedisTime(this.bull, this.clock);
     this.moves = new JobMoves(redis, this.bull, name);
     this.fetch = new FetchPause(this.bull, this.clock, this.logger);
     const perJob = new JobOptions(options, this.policy, this.logger);
@@ -217,7 +232,11 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     });
     this.started = checkConnectionKind(redis, 'worker.connection')
       .then(() =>
-        Promise.all([this.gate.start(), options.breakerKey ? this.keys.start() : undefined]),
+        Promise.all([
+          this.gate.start(),
+          options.breakerKey ? this.keys.start() : undefined,
+          this.clockWatch.check(),
+        ]),
       )
       .then(() => undefined);
     if (options.autorun ?? true)
@@ -228,7 +247,13 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   async run(): Promise<void> {
     await this.started;
     this.retention.start();
+    this.clockWatch.start();
     return this.bull.run();
+  }
+
+  /** This worker's clock against Redis's, as last measured (for metrics). */
+  clockStatus(): ClockStatus {
+    return this.clockWatch.status();
   }
 
   /** Resolves when the worker is connected, its breaker cache loaded, and ready. */
@@ -252,6 +277,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     const deadline = this.clock.now() + timeoutMs;
     const left = (): number => Math.max(0, deadline - this.clock.now());
     this.fetch.stop();
+    this.clockWatch.stop();
     // Most of the time for active jobs; the rest to close connections.
     const graceful = await withDeadline(this.bull.close(), Math.floor(timeoutMs * 0.8));
     if (graceful.kind === 'timeout') {

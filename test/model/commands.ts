@@ -25,6 +25,7 @@ import {
   type Outcome,
 } from './protocol.js';
 import { workerBreaker, type RealSystem } from './system.js';
+import { SkewClock } from './skew-clock.js';
 
 type Cmd = fc.AsyncCommand<Model, RealSystem>;
 
@@ -599,6 +600,17 @@ export function commandArbs(without: ReadonlySet<string>): fc.Arbitrary<Cmd>[] {
     ['breaker', fc.boolean().map((open) => new Breaker(open)), 1],
     ['status', fc.constant(new StatusRead()), 2],
     ['rerun', fc.integer({ min: 1, max: 3 }).map((n) => new RerunCompleted(n)), 1],
+    [
+      'skew-clock',
+      fc
+        .tuple(
+          fc.integer({ min: 0, max: 1 }),
+          fc.constantFrom(60_000, -60_000, 3_000, -3_000),
+          fc.constantFrom(undefined, 3_600_000),
+        )
+        .map(([i, skew, max]) => new SkewClock(i, skew, max)),
+      1,
+    ],
   ];
   const kept = arbs.filter(([name]) => !without.has(name));
   return [fc.oneof(...kept.map(([, arbitrary, weight]) => ({ arbitrary, weight })))];

@@ -10,7 +10,7 @@
  *   --without a,b       leave out outcomes (`hang`, `result-bigint`, …) or commands
  *                       (`crash`, `redis-restart`, `adds-during-restart`, `replay`,
  *                       `purge`, `trim`, `breaker`, `status`, `pause`, `add`,
- *                       `reserved-keys`), or
+ *                       `reserved-keys`, `skew-clock`), or
  *                       `breaker-config` (workers never get a breaker)
  *   --time-limit MS     stop trying new sequences (and shrinking) after MS
  *   --quiesce-ms MS     how long a run may take to settle (default 20000)

@@ -122,7 +122,7 @@ export class RealSystem {
     await Promise.all(Array.from({ length: this.config.workers }, (_, i) => this.spawn(i)));
   }
 
-  private async spawn(index: number): Promise<void> {
+  private async spawn(index: number, env: Record<string, string> = {}): Promise<void> {
     const child = spawnTs('test/fixtures/model-worker.ts', [], {
       REDIS_URL: this.server.url,
       QUEUE: this.name,
@@ -132,21 +132,22 @@ export class RealSystem {
       LOCK_MS: String(lockMs),
       STALLED_MS: String(stalledMs),
       ...(this.config.breaker ? { BREAKER: JSON.stringify(workerBreaker) } : {}),
+      ...env,
     });
     this.children[index] = child;
     await waitReady(child);
-    this.journal.push(`worker ${index} started (pid ${child.proc.pid})`);
+    this.journal.push(`worker ${index} started (pid ${child.proc.pid}) ${JSON.stringify(env)}`);
   }
 
   /** SIGKILLs child `index` and starts a new one; returns the seqs it had run. */
-  async crash(index: number): Promise<Set<number>> {
+  async crash(index: number, env: Record<string, string> = {}): Promise<Set<number>> {
     const child = this.children[index];
     const pid = child?.proc.pid;
     await child?.kill('SIGKILL');
     const hit = new Set<number>();
     for (const run of await this.runs()) if (run.pid === pid) hit.add(run.seq);
     this.journal.push(`worker ${index} (pid ${pid}) SIGKILLed; it had run seqs ${[...hit]}`);
-    await this.spawn(index);
+    await this.spawn(index, env);
     return hit;
   }
 

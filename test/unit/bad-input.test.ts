@@ -1119,3 +1119,28 @@ it('the table holds at least 150 cases', () => {
     intakeCaseCount;
   expect(total).toBeGreaterThanOrEqual(150);
 });
+
+/** Issue 21, part 9: the worker's clock bound, named in one line (checked before any connection). */
+describe('worker clock options', () => {
+  const clockCases: [string, Record<string, unknown>, RegExp][] = [
+    ['maxClockSkewMs 0', { maxClockSkewMs: 0 }, /^worker\.maxClockSkewMs: /],
+    ['maxClockSkewMs negative', { maxClockSkewMs: -5_000 }, /^worker\.maxClockSkewMs: /],
+    ['maxClockSkewMs a fraction', { maxClockSkewMs: 1.5 }, /^worker\.maxClockSkewMs: /],
+    ['maxClockSkewMs a string', { maxClockSkewMs: '5s' }, /^worker\.maxClockSkewMs: /],
+    ['maxClockSkewMs over an hour', { maxClockSkewMs: 4_000_000 }, /^worker\.maxClockSkewMs: /],
+    ['clockCheckIntervalMs 0', { clockCheckIntervalMs: 0 }, /^worker\.clockCheckIntervalMs: /],
+    ['clockCheckIntervalMs NaN', { clockCheckIntervalMs: NaN }, /^worker\.clockCheckIntervalMs: /],
+  ];
+  it.each(clockCases)('%s', async (_label, options, message) => {
+    const { createWorker } = await import('../../src/scheduler/worker.js');
+    let thrown: unknown;
+    try {
+      createWorker('ok', async () => undefined, { connection: 'redis://127.0.0.1:1', ...options });
+    } catch (err) {
+      thrown = err;
+    }
+    expect((thrown as Error).name).toBe('ConfigError');
+    expect((thrown as Error).message).toMatch(message);
+    expect((thrown as Error).message).not.toContain('\n');
+  });
+});

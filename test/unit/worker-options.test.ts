@@ -15,6 +15,9 @@ describe('a worker refuses bad options with one line naming the field', () => {
     ['ok', { attemptTimeoutMs: 10 * 3_600_000 }, /^worker\.attemptTimeoutMs: /],
     ['ok', { lockDurationMs: 5 }, /^worker\.lockDurationMs: /],
     ['ok', { keyConcurrency: 0 }, /^worker\.keyConcurrency: /],
+    ['ok', { maxClockSkewMs: 0 }, /^worker\.maxClockSkewMs: /],
+    ['ok', { maxClockSkewMs: 2.5 }, /^worker\.maxClockSkewMs: /],
+    ['ok', { clockCheckIntervalMs: 10 }, /^worker\.clockCheckIntervalMs: /],
   ])('queue %j with %j', (name, options, message) => {
     let thrown: unknown;
     try {

@@ -12,6 +12,7 @@ import {
 import { limits } from '../../policy/limits.js';
 import { parseQueueName } from '../../policy/queue-name.js';
 import { checkRedis } from '../../redis/check-redis.js';
+import { measureClockOffset } from '../../redis/clock-offset.js';
 import { bullPrefix, requeueKeys } from '../../redis/keys.js';
 import { systemClock } from '../../util/system.js';
 import {
@@ -207,17 +208,8 @@ async function measureOvershoot(
 /** Redis's TIME against this host's clock, on the round trip that was quickest. */
 async function measureSkew(redis: RedisClient): Promise<RedisFacts['skew']> {
   try {
-    let best: { skewMs: number; roundTripMs: number } | undefined;
-    for (let i = 0; i < probes; i += 1) {
-      const before = systemClock.now();
-      const sent = performance.now();
-      const [seconds, micros] = await redis.time();
-      const roundTripMs = performance.now() - sent;
-      const redisMs = Number(seconds) * 1000 + Number(micros) / 1000;
-      const skewMs = redisMs - (before + roundTripMs / 2);
-      if (!best || roundTripMs < best.roundTripMs) best = { skewMs, roundTripMs };
-    }
-    return { skewMs: hundredths(best!.skewMs), roundTripMs: hundredths(best!.roundTripMs) };
+    const { offsetMs, roundTripMs } = await measureClockOffset(redis, systemClock, probes);
+    return { skewMs: hundredths(offsetMs), roundTripMs: hundredths(roundTripMs) };
   } catch (err) {
     return { unreadable: `TIME failed (${(err as Error).message})` };
   }
