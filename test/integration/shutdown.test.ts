@@ -279,30 +279,33 @@ describe.each(Object.entries(kinds))('%s', (label, kind) => {
     TEST_TIMEOUT_MS,
   );
 
-  it.runIf(kind.handlerModule)(
-    `SIGTERM ends ${label} whose log reader has stalled within its timeout`,
-    async () => {
-      // The handler logs more than the pipe holds, through the process's logger, then hangs.
-      const { child, hang } = await kind.spawn(redisUrl(), { HANG_LOG_LINES: '5000' });
-      await printed(child, kind.started);
-      child.proc.stdout!.pause();
-      await hang();
-      const sentAt = performance.now();
-      child.proc.kill('SIGTERM');
-      // 'exit', not 'close': the pipe stays unread until the process has gone.
-      const exit = await Promise.race([
-        new Promise<number | null>((resolve) => child.proc.once('exit', resolve)),
-        sleep(SHUTDOWN_TIMEOUT_MS + 10_000).then(() => 'still running' as const),
-      ]);
-      const elapsedMs = performance.now() - sentAt;
-      child.proc.stdout!.resume();
-      expect(exit, child.stderr()).not.toBe('still running');
-      expect(elapsedMs, child.stderr()).toBeLessThan(SHUTDOWN_TIMEOUT_MS + EXIT_GRACE_MS);
-      if (process.env.SHUTDOWN_TEST_DEBUG)
-        console.log(`exit after ${Math.round(elapsedMs)} ms (stalled log reader)`);
-    },
-    TEST_TIMEOUT_MS,
-  );
+  // The webhook worker runs no handler of the user's that could fill its log pipe:
+  // that case is not generated for it (no skipped test).
+  if (kind.handlerModule)
+    it(
+      `SIGTERM ends ${label} whose log reader has stalled within its timeout`,
+      async () => {
+        // The handler logs more than the pipe holds, through the process's logger, then hangs.
+        const { child, hang } = await kind.spawn(redisUrl(), { HANG_LOG_LINES: '5000' });
+        await printed(child, kind.started);
+        child.proc.stdout!.pause();
+        await hang();
+        const sentAt = performance.now();
+        child.proc.kill('SIGTERM');
+        // 'exit', not 'close': the pipe stays unread until the process has gone.
+        const exit = await Promise.race([
+          new Promise<number | null>((resolve) => child.proc.once('exit', resolve)),
+          sleep(SHUTDOWN_TIMEOUT_MS + 10_000).then(() => 'still running' as const),
+        ]);
+        const elapsedMs = performance.now() - sentAt;
+        child.proc.stdout!.resume();
+        expect(exit, child.stderr()).not.toBe('still running');
+        expect(elapsedMs, child.stderr()).toBeLessThan(SHUTDOWN_TIMEOUT_MS + EXIT_GRACE_MS);
+        if (process.env.SHUTDOWN_TEST_DEBUG)
+          console.log(`exit after ${Math.round(elapsedMs)} ms (stalled log reader)`);
+      },
+      TEST_TIMEOUT_MS,
+    );
 
   it(
     `SIGTERM ends ${label} whose Redis stopped answering within its timeout`,
