@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { createLogger, type Logger } from '../../src/config/logger.js';
+import { libraryLogger, type Logger, type LoggerOption } from '../../src/config/logger.js';
 import { formatZodError, parseConfig } from '../../src/config/env.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { parseRetryPolicy, type RetryPolicyInput } from '../../src/policy/retry-policy.js';
@@ -77,7 +77,8 @@ export interface StreamConsumerOptions<F = StreamFields> extends z.input<
   schema?: z.ZodType<F>;
   /** Start reading at once. @defaultValue `true` */
   autorun?: boolean;
-  logger?: Logger;
+  /** A pino logger or pino options. @defaultValue warnings and errors on stderr */
+  logger?: LoggerOption;
   clock?: Clock;
 }
 
@@ -150,7 +151,7 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     this.policy = policy;
     this.clock = clock ?? systemClock;
     const { stream, group, consumer, retryQueue } = this.config;
-    this.logger = (logger ?? createLogger()).child({ stream, group, consumer });
+    this.logger = libraryLogger(logger).child({ stream, group, consumer });
     ({ redis: this.redis, owned: this.owned } = resolveRedis(connection));
     // XREADGROUP BLOCK holds its connection: it gets one of its own.
     this.blocking = this.redis.duplicate();
