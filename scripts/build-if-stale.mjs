@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { performance } from 'node:perf_hooks';
 
 const root = join(import.meta.dirname, '..');
 const stamp = join(root, 'dist', '.build-stamp');
@@ -36,10 +37,10 @@ function staleBecause() {
 const reason = staleBecause();
 if (reason === undefined) process.exit(0);
 process.stderr.write(`requeue: building dist/ with tsc (${reason}); later starts skip this\n`);
-const started = Date.now();
+const started = performance.now();
 const built = spawnSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 if (built.status !== 0) process.exit(built.status ?? 1);
-writeFileSync(stamp, `${new Date().toISOString()}\n`);
+writeFileSync(stamp, `built by npm start: ${reason}\n`);
 process.stderr.write(
-  `requeue: built in ${((Date.now() - started) / 1000).toFixed(1)} s; starting\n`,
+  `requeue: built in ${((performance.now() - started) / 1000).toFixed(1)} s; starting\n`,
 );
