@@ -2,11 +2,12 @@
 // last build, so a second start runs the built service at once instead of
 // re-running tsc (seconds on a small machine). Says what it does on stderr.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 const root = join(import.meta.dirname, '..');
+/** Written by `npm run build` when it succeeds (after tsc and the copies). */
 const stamp = join(root, 'dist', '.build-stamp');
 /** What the build reads: the sources (and their folders, so a deletion counts), the compiler settings. */
 const inputs = ['src', 'workers', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
@@ -40,7 +41,6 @@ process.stderr.write(`requeue: building dist/ with tsc (${reason}); later starts
 const started = performance.now();
 const built = spawnSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 if (built.status !== 0) process.exit(built.status ?? 1);
-writeFileSync(stamp, `built by npm start: ${reason}\n`);
 process.stderr.write(
   `requeue: built in ${((performance.now() - started) / 1000).toFixed(1)} s; starting\n`,
 );
