@@ -85,3 +85,4 @@ export { systemClock, systemRandom } from './util/system.js';
 export type { Clock, Random } from './util/system.js';
 export { seededRandom } from './util/random.js';
 export { createLogger } from './config/logger.js';
+export type { Logger, LoggerOption } from './config/logger.js';

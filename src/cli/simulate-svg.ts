@@ -1,6 +1,7 @@
 import type { TopLevelSpec } from 'vega-lite';
 import type { ContentionParams, ContentionResult } from '../policy/simulate/contention.js';
 import type { OutageParams, OutageResult } from '../policy/simulate/outage.js';
+import { plotPackages, requireOptional } from '../util/optional-deps.js';
 
 /**
  * The plots of `requeue simulate --svg`, described in Vega-Lite and rendered
@@ -16,6 +17,7 @@ const colors = {
 };
 
 async function render(spec: TopLevelSpec): Promise<string> {
+  requireOptional(plotPackages, '--svg');
   const [vega, vegaLite] = await Promise.all([import('vega'), import('vega-lite')]);
   const view = new vega.View(vega.parse(vegaLite.compile(spec).spec), { renderer: 'none' });
   try {

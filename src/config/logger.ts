@@ -108,6 +108,43 @@ function stdout(): DestinationStream {
   return stream;
 }
 
+/**
+ * What a library object (worker, DLQ, metrics, webhook worker, stream
+ * consumer) takes as `logger`: a pino logger, used as is, or pino options
+ * for one of requeue's own (redacting, on stderr).
+ */
+export type LoggerOption = Logger | LoggerOptions;
+
+/** The library's logger when given none, shared: warnings and errors, on stderr. */
+let quietLogger: Logger | undefined;
+
+/**
+ * The logger a library object uses. Given nothing: `warn` and above, on
+ * stderr — stdout belongs to the host application, and a retry is not news.
+ * Given pino options: a redacting logger with them, on stderr. Given a pino
+ * logger: that logger, wherever it writes. The CLI and the service pass
+ * their own {@link createLogger} (stdout, `LOG_LEVEL`).
+ */
+export function libraryLogger(option?: LoggerOption): Logger {
+  if (option !== undefined && isLogger(option)) return option;
+  if (option === undefined && quietLogger !== undefined) return quietLogger;
+  const logger = pino(
+    {
+      name: 'requeue',
+      level: 'warn',
+      ...redactingLoggerOptions(redactOptionsFromEnv().headers),
+      ...option,
+    },
+    destination({ dest: 2, sync: true }),
+  );
+  if (option === undefined) quietLogger = logger;
+  return logger;
+}
+
+function isLogger(option: LoggerOption): option is Logger {
+  return typeof (option as Partial<Logger>).child === 'function';
+}
+
 /** `redis://user:secret@host` → `redis://user:***@host`, for messages and logs. */
 export function maskUrl(url: string): string {
   try {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseConfig } from '../policy/validate.js';
-import { createLogger, type Logger } from '../config/logger.js';
+import { libraryLogger, type Logger, type LoggerOption } from '../config/logger.js';
 import {
   attemptRecordSchema,
   deadReasons,
@@ -79,7 +79,8 @@ export interface DeadLetterOptions {
   prefix?: string | undefined;
   retention?: Partial<Retention>;
   clock?: Clock;
-  logger?: Logger;
+  /** A pino logger or pino options. @defaultValue warnings and errors on stderr */
+  logger?: LoggerOption;
   /** Told of every retention pass that removed something (metrics). */
   onTrim?: (removed: RetentionResult) => void;
 }
@@ -140,7 +141,7 @@ export class DeadLetterQueue {
     this.redis = redis;
     this.owned = owned;
     this.clock = options.clock ?? systemClock;
-    this.logger = (options.logger ?? createLogger()).child({ queue: sourceName });
+    this.logger = libraryLogger(options.logger).child({ queue: sourceName });
     this.retention = parseConfig(retentionSchema, options.retention ?? {}, 'retention');
     this.keys = requeueKeys(sourceName);
   }

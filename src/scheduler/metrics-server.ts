@@ -1,9 +1,9 @@
-import Fastify from 'fastify';
 import { z } from 'zod';
 import { ConfigError, envValue } from '../config/env.js';
 import type { Logger } from '../config/logger.js';
 import type { RedisLike } from '../redis/connection.js';
 import { withDeadline } from '../util/lifecycle.js';
+import { requireOptional } from '../util/optional-deps.js';
 import { RequeueMetrics } from './metrics.js';
 import { createQueue, type RequeueQueue } from './queue.js';
 import type { RequeueWorker } from './worker.js';
@@ -58,6 +58,9 @@ export interface MetricsServer {
  * stops the start before any worker runs.
  */
 export async function serveMetrics(options: MetricsServerOptions): Promise<MetricsServer> {
+  // Fastify is an optional peer: loaded here, so the library and CLI load without it.
+  requireOptional(['fastify'], options.label);
+  const { default: Fastify } = await import('fastify');
   const host = options.host ?? defaultMetricsHost;
   const logger = options.logger.child({ component: 'metrics' });
   const metrics = new RequeueMetrics(undefined, { logger });

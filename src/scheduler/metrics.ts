@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { createLogger, type Logger } from '../config/logger.js';
+import { libraryLogger, type Logger, type LoggerOption } from '../config/logger.js';
 import type { BreakerPhase } from '../policy/breaker/breaker.js';
 import type { BreakerStore } from '../redis/breaker-store.js';
 import type { BudgetStore, BudgetStatus } from '../redis/budget-store.js';
@@ -15,8 +15,8 @@ export interface RequeueMetricsOptions {
    * @defaultValue `true`
    */
   processMetrics?: boolean;
-  /** Where a failed or slow scrape-time read is reported. @defaultValue a logger of requeue's own */
-  logger?: Logger;
+  /** Where a failed or slow scrape-time read is reported. @defaultValue warnings on stderr */
+  logger?: LoggerOption;
   /**
    * How long the scrape-time reads of Redis may take; past it the queue's
    * gauges are left out of that scrape. @defaultValue `5000`
@@ -76,7 +76,7 @@ export class RequeueMetrics {
 
   constructor(registry: Registry = new Registry(), options: RequeueMetricsOptions = {}) {
     this.registry = registry;
-    this.logger = options.logger ?? createLogger();
+    this.logger = libraryLogger(options.logger);
     this.readTimeoutMs = options.readTimeoutMs ?? 5_000;
     if (
       (options.processMetrics ?? true) &&

@@ -1,7 +1,7 @@
 import type { Telemetry } from 'bullmq';
 import { z } from 'zod';
 import { limits } from '../policy/limits.js';
-import type { Logger } from '../config/logger.js';
+import type { LoggerOption } from '../config/logger.js';
 import type { BreakerOptionsInput } from '../policy/breaker/breaker-options.js';
 import type { BudgetOptionsInput } from '../policy/budget/budget-options.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
@@ -85,7 +85,11 @@ export interface WorkerOptions<T = unknown> {
   clockCheckIntervalMs?: number;
   /** Start processing at once. @defaultValue `true` */
   autorun?: boolean;
-  logger?: Logger;
+  /**
+   * A pino logger (used as is) or pino options (a logger on stderr).
+   * @defaultValue warnings and errors on stderr; nothing on stdout
+   */
+  logger?: LoggerOption;
   clock?: Clock;
   random?: Random;
 }

@@ -1,5 +1,5 @@
 import { DelayedError, type Job } from 'bullmq';
-import { createLogger, type Logger } from '../config/logger.js';
+import { libraryLogger, type Logger } from '../config/logger.js';
 import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { parseClassifyOptions } from '../policy/classify/index.js';
@@ -99,7 +99,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     const random = options.random ?? systemRandom;
     this.policy = parseRetryPolicy(options.policy ?? {}, 'worker.policy');
     const classify: ClassifyOptions = parseClassifyOptions(options.classify ?? {});
-    this.logger = (options.logger ?? createLogger()).child({ queue: name });
+    this.logger = libraryLogger(options.logger).child({ queue: name });
     // Every time this worker reads (due times, starts, BullMQ's fetch) is Redis's, as measured.
     this.clockWatch = new ClockWatch({
       redis,

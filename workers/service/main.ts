@@ -2,9 +2,9 @@
 import { ConfigError } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
 import { redactText } from '../../src/util/redact.js';
+import { requireOptional, servicePackages } from '../../src/util/optional-deps.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 import { loadServiceConfig } from './config.js';
-import { startService } from './service.js';
 
 /**
  * `npm start`: the requeue service. Configuration comes from the file named by
@@ -15,6 +15,10 @@ import { startService } from './service.js';
  * setting, code 2, after closing what it opened.
  */
 async function main(): Promise<never> {
+  // Fastify and the dashboard's packages are optional peers of the library:
+  // checked before the service's modules (which import them) are loaded.
+  requireOptional(servicePackages, 'the requeue service');
+  const { startService } = await import('./service.js');
   const config = await loadServiceConfig();
   const logger = createLogger({ level: config.logLevel, redactHeaders: config.redactHeaders });
   const service = await startService(config, logger);

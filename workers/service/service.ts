@@ -95,7 +95,7 @@ async function startOn(
   // A Cluster when REDIS_CLUSTER says so, REDIS_URL naming a seed node.
   const connection: RedisClient = connectRedis(redisChoice.url);
   opened.push(() => connection.disconnect());
-  const metrics = new RequeueMetrics();
+  const metrics = new RequeueMetrics(undefined, { logger });
   const queues = new Map<string, RequeueQueue>();
   const workers: RequeueWorker<unknown, unknown>[] = [];
   opened.push(async () => {

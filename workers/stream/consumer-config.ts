@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import type { Logger } from '../../src/config/logger.js';
+import type { LoggerOption } from '../../src/config/logger.js';
 import { parseConfig } from '../../src/config/env.js';
 import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
 import type { RedisLike } from '../../src/redis/connection.js';
@@ -61,7 +61,8 @@ export interface StreamConsumerOptions<F = StreamFields> extends z.input<
   schema?: z.ZodType<F>;
   /** Start reading at once. @defaultValue `true` */
   autorun?: boolean;
-  logger?: Logger;
+  /** A pino logger or pino options. @defaultValue warnings and errors on stderr */
+  logger?: LoggerOption;
   clock?: Clock;
 }
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { createLogger, type Logger } from '../../src/config/logger.js';
+import { libraryLogger, type Logger } from '../../src/config/logger.js';
 import { formatZodError } from '../../src/config/env.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { parseRetryPolicy, type RetryPolicyInput } from '../../src/policy/retry-policy.js';
@@ -87,7 +87,7 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     this.policy = policy;
     this.clock = clock ?? systemClock;
     const { stream, group, consumer, retryQueue } = this.config;
-    this.logger = (logger ?? createLogger()).child({ stream, group, consumer });
+    this.logger = libraryLogger(logger).child({ stream, group, consumer });
     ({ redis: this.redis, owned: this.owned } = resolveRedis(connection));
     // XREADGROUP BLOCK holds its connection: it gets one of its own.
     this.blocking = this.redis.duplicate();

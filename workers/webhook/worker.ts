@@ -2,7 +2,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config/env.js';
-import { createLogger } from '../../src/config/logger.js';
+import { libraryLogger } from '../../src/config/logger.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { resolveRedis, type RedisClient } from '../../src/redis/connection.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
@@ -167,7 +167,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       ...workerOptions
     } = options;
     const clock = options.clock ?? systemClock;
-    const rootLogger = options.logger ?? createLogger();
+    const rootLogger = libraryLogger(options.logger);
     const logger = rootLogger.child({ queue, worker: 'webhook' });
     const guard = createSsrfGuard({ allowPrivate, allowHosts });
     const secretHeaders = [...defaultSecretHeaders, ...redactHeaders];
