@@ -6,7 +6,7 @@ import { adminApi, type AdminApiOptions } from './routes.js';
 
 export { adminAccess, isLoopbackHost, type AdminAccess } from './access.js';
 export { siteRules, type SiteRules } from './site.js';
-export type { AdminQueue } from './routes.js';
+export type { AdminQueue } from './context.js';
 
 /** What {@link registerAdmin} needs: the API's options with any access rule. */
 export type AdminOptions = Omit<AdminApiOptions, 'access'> & { access: AdminAccess; host: string };

@@ -1,0 +1,72 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { delayKind, type JobState } from '../../../src/policy/job-state.js';
+import { countDelayedDue, nextDelayed } from '../../../src/scheduler/job-moves.js';
+import type { AdminPluginOptions } from './context.js';
+import { queueParams, scheduleQuery } from './schemas.js';
+
+const minuteMs = 60_000;
+const hourMs = 3_600_000;
+const dayMs = 86_400_000;
+/** The timeline's bins per horizon: [span, bin width]. */
+const horizons = {
+  minute: [minuteMs, 1_000],
+  hour: [hourMs, minuteMs],
+  day: [dayMs, 15 * minuteMs],
+} as const;
+
+/** `GET /queues/:queue/schedule`: the upcoming retries, counted, binned and listed. */
+export const scheduleRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (api, { ctx }) => {
+  const { redis } = ctx.options;
+  api.get(
+    '/queues/:queue/schedule',
+    {
+      schema: {
+        summary:
+          'Upcoming retries: counts due within the next minute, hour and day, a timeline, the soonest jobs',
+        params: queueParams,
+        querystring: scheduleQuery,
+      },
+    },
+    async (request) => {
+      const q = ctx.storesOf(request.params.queue);
+      const now = ctx.clock.now();
+      const [span, binMs] = horizons[request.query.horizon];
+      const bins = span / binMs;
+      const ranges: [number, number][] = [
+        [-Infinity, now],
+        [now, now + minuteMs],
+        [now, now + hourMs],
+        [now, now + dayMs],
+        [now + dayMs, Infinity],
+      ];
+      for (let i = 0; i < bins; i += 1) ranges.push([now + i * binMs, now + (i + 1) * binMs]);
+      const [counts, upcoming] = await Promise.all([
+        countDelayedDue(redis, q.name, ranges, q.prefix),
+        request.query.limit > 0
+          ? nextDelayed(redis, q.name, request.query.limit, q.prefix)
+          : Promise.resolve([]),
+      ]);
+      const [overdue, minute, hour, day, later] = counts;
+      return {
+        queue: q.name,
+        now,
+        due: { overdue, withinMinute: minute, withinHour: hour, withinDay: day, later },
+        timeline: { from: now, binMs, counts: counts.slice(5) },
+        upcoming: upcoming.map((j) => ({
+          id: j.id,
+          name: j.name,
+          dueAt: j.dueAt,
+          kind: delayKind(j.state, j.life),
+          ...lastAttempt(j.state, j.life),
+        })),
+      };
+    },
+  );
+};
+
+/** The last attempt of this life, for the schedule's list. */
+function lastAttempt(state: JobState | undefined, life: number) {
+  const last = state?.history.filter((h) => (h.replay ?? 0) === life).at(-1);
+  if (!last) return { attempt: null, lastError: null };
+  return { attempt: last.attempt, lastError: last.error?.message ?? null };
+}
