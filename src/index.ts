@@ -65,8 +65,8 @@ export type {
 } from './policy/classify/index.js';
 export { decideFailure } from './policy/decide.js';
 export type { FailureDecision } from './policy/decide.js';
-export { deadReasons } from './policy/dead-reason.js';
-export type { DeadReason } from './policy/dead-reason.js';
+export { deadReasons } from './errors/dead-reason.js';
+export type { DeadReason } from './errors/dead-reason.js';
 export { breakerOptionsSchema, parseBreakerOptions } from './policy/breaker/breaker-options.js';
 export type { BreakerOptions, BreakerOptionsInput } from './policy/breaker/breaker-options.js';
 export type { BreakerState, BreakerPhase, Admission } from './policy/breaker/breaker.js';
@@ -78,7 +78,7 @@ export { BudgetStore } from './redis/budget-store.js';
 // Errors.
 export { PermanentError, isPermanentError } from './errors/permanent-error.js';
 export { RetryableError, isRetryableError } from './errors/retryable-error.js';
-export { ConfigError } from './policy/validate.js';
+export { ConfigError } from './errors/config-error.js';
 
 // Clock, random, logging.
 export { systemClock, systemRandom } from './util/system.js';

@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { limits } from '../policy/limits.js';
-import { ConfigError, parseConfig } from '../policy/validate.js';
+import { ConfigError } from '../errors/config-error.js';
+import { parseConfig } from '../util/parse-config.js';
 import { defaultSecretHeaders } from '../util/redact.js';
 
 // Pure zod helpers live in src/policy/validate.ts; re-exported for the processes that read config.
-export { ConfigError, formatZodError, parseConfig } from '../policy/validate.js';
+export { ConfigError } from '../errors/config-error.js';
+export { formatZodError, parseConfig } from '../util/parse-config.js';
 
 /**
  * The one parser of environment strings. Only environment variables are

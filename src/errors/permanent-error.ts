@@ -1,4 +1,4 @@
-import { deadReasons, type DeadReason } from '../policy/dead-reason.js';
+import { deadReasons, type DeadReason } from './dead-reason.js';
 
 /**
  * A failure that will fail again however often it is retried (bad input, a

@@ -1,4 +1,4 @@
-import type { DeadReason } from './dead-reason.js';
+import type { DeadReason } from '../errors/dead-reason.js';
 import type { FailureDecision } from './decide.js';
 import { changeState, type AttemptRecord, type ErrorSummary, type JobState } from './job-state.js';
 

@@ -1,6 +1,6 @@
 import type { Random } from '../util/system.js';
 import type { Classification } from './classify/classify.js';
-import type { DeadReason } from './dead-reason.js';
+import type { DeadReason } from '../errors/dead-reason.js';
 import { dueAfter } from './due-time.js';
 import { planNextAttempt, type RetryPolicy } from './retry-policy.js';
 

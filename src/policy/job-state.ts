@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { deadReasons } from './dead-reason.js';
+import { deadReasons } from '../errors/dead-reason.js';
 
-export { deadReasons, type DeadReason } from './dead-reason.js';
+export { deadReasons, type DeadReason } from '../errors/dead-reason.js';
 
 /**
  * What requeue keeps with each job in Redis, as pure data. Two parts:

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { limits } from './limits.js';
-import { ConfigError } from './validate.js';
+import { ConfigError } from '../errors/config-error.js';
 
 /**
  * The suffix of a queue's dead-letter queue. A queue named `x.dlq` would be

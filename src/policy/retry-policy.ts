@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseConfig } from './validate.js';
+import { parseConfig } from '../util/parse-config.js';
 import type { Random } from '../util/system.js';
 import { computeDelay, strategyNames } from './backoff/index.js';
 import { dueAfter } from './due-time.js';

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { readEnv } from '../config/env.js';
-import { ConfigError } from '../policy/validate.js';
+import { ConfigError } from '../errors/config-error.js';
 import { withDeadline } from '../util/lifecycle.js';
 import { redactText, redactUrl } from '../util/redact.js';
 import { clusterFromEnv, isCluster, type RedisClient } from './connection.js';

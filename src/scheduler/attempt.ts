@@ -1,7 +1,8 @@
 import type { Job } from 'bullmq';
 import type { z } from 'zod';
-import { formatZodError } from '../policy/validate.js';
+import { formatZodError } from '../util/parse-config.js';
 import type { Logger } from '../config/logger.js';
+import { AttemptTimeoutError } from '../errors/attempt-timeout-error.js';
 import { deadReasonOf } from '../errors/permanent-error.js';
 import {
   attemptOf,
@@ -200,11 +201,6 @@ class AttemptHandle<T> implements RequeueJob<T> {
 }
 
 const noTags: Readonly<Record<string, string>> = Object.freeze({});
-
-/** An attempt that ran past `attemptTimeoutMs`: retryable, and counted as a timeout. */
-export class AttemptTimeoutError extends Error {
-  override name = 'TimeoutError';
-}
 
 /**
  * Runs one attempt of a job and applies what became of it (`ctx.apply`);

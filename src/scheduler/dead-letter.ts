@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseConfig } from '../policy/validate.js';
+import { parseConfig } from '../util/parse-config.js';
 import { libraryLogger, type Logger, type LoggerOption } from '../config/logger.js';
 import {
   attemptRecordSchema,

@@ -1,6 +1,7 @@
 import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
 import type { z } from 'zod';
-import { ConfigError, formatZodError } from '../policy/validate.js';
+import { ConfigError } from '../errors/config-error.js';
+import { formatZodError } from '../util/parse-config.js';
 import { limits } from '../policy/limits.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
 import {

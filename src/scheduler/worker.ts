@@ -25,7 +25,7 @@ import { RetentionKeeper } from './retention-keeper.js';
 import { fetchOnRedisTime } from './redis-time-fetch.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
-import { parseConfig } from '../policy/validate.js';
+import { parseConfig } from '../util/parse-config.js';
 
 export type { Handler, RequeueJob } from './attempt.js';
 export type { WorkerOptions } from './worker-options.js';

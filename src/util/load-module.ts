@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError } from '../policy/validate.js';
+import { ConfigError } from '../errors/config-error.js';
 
 /** A module whose default export is a function: a job or message handler. */
 export interface HandlerModule<F extends (...args: never[]) => unknown> {

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { ConfigError } from '../policy/validate.js';
+import { ConfigError } from '../errors/config-error.js';
 
 /**
  * The service's packages: its HTTP server and admin API (Fastify and

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { isPermanentError, PermanentError } from '../../src/errors/permanent-error.js';
 import { isRetryableError, RetryableError } from '../../src/errors/retryable-error.js';
+import { ConfigError, isConfigError } from '../../src/errors/config-error.js';
+import {
+  AttemptTimeoutError,
+  isAttemptTimeoutError,
+} from '../../src/errors/attempt-timeout-error.js';
 
 /** A Proxy whose every trap throws, as a revoked one does. */
 function revokedProxy(): object {
@@ -85,5 +90,40 @@ describe('isPermanentError and isRetryableError', () => {
   ])('%s', (_label, value, permanent, retryable) => {
     expect(isPermanentError(value)).toBe(permanent);
     expect(isRetryableError(value)).toBe(retryable);
+  });
+});
+
+describe('ConfigError and AttemptTimeoutError', () => {
+  it.each([
+    ['ConfigError', (m: string, o?: { cause?: unknown }) => new ConfigError(m, o)],
+    ['TimeoutError', (m: string, o?: { cause?: unknown }) => new AttemptTimeoutError(m, o)],
+  ] as const)('%s: an Error with its name and message, cause passed through', (name, make) => {
+    const err = make('x: must be a number');
+    expect(err).toBeInstanceOf(Error);
+    expect(err.name).toBe(name);
+    expect(err.message).toBe('x: must be a number');
+    expect('cause' in err).toBe(false);
+    const cause = new Error('root');
+    expect(make('x', { cause }).cause).toBe(cause);
+  });
+
+  it.each<[string, unknown, boolean, boolean]>([
+    ['a ConfigError', new ConfigError('x'), true, false],
+    ['an AttemptTimeoutError', new AttemptTimeoutError('x'), false, true],
+    [
+      'a ConfigError after a JSON round trip',
+      JSON.parse(JSON.stringify(new ConfigError('x'))),
+      true,
+      false,
+    ],
+    ['a plain object named TimeoutError', { name: 'TimeoutError' }, false, true],
+    ['a plain Error', new Error('x'), false, false],
+    ['the name as a thrown string', 'ConfigError', false, false],
+    ['null', null, false, false],
+    ['a revoked Proxy', revokedProxy(), false, false],
+    ['an object whose name getter throws', throwingName, false, false],
+  ])('the guards on %s', (_label, value, config, timeout) => {
+    expect(isConfigError(value)).toBe(config);
+    expect(isAttemptTimeoutError(value)).toBe(timeout);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/policy/validate.js';
+import { ConfigError } from '../../src/errors/config-error.js';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { createWorker } from '../../src/scheduler/worker.js';
 

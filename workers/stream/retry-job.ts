@@ -3,7 +3,7 @@ import { deadReasonOf } from '../../src/errors/permanent-error.js';
 import { isRetryableError } from '../../src/errors/retryable-error.js';
 import { describeError, readRetryAfterHeader } from '../../src/policy/classify/index.js';
 import { readProperty } from '../../src/policy/classify/describe-error.js';
-import { deadReasons } from '../../src/policy/dead-reason.js';
+import { deadReasons } from '../../src/errors/dead-reason.js';
 import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
 import type { AddOptions } from '../../src/scheduler/queue.js';
 import type { StreamFields } from './message.js';

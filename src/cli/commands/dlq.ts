@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { deadReasons, type DeadReason } from '../../policy/dead-reason.js';
+import { deadReasons, type DeadReason } from '../../errors/dead-reason.js';
 import {
   DeadLetterQueue,
   type DeadJobFilter,

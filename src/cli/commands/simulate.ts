@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { ConfigError } from '../../policy/validate.js';
+import { ConfigError } from '../../errors/config-error.js';
 import { parseBreakerOptions, type BreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions, type BudgetOptions } from '../../policy/budget/budget-options.js';
 import { retryPolicySchema, type RetryPolicy } from '../../policy/retry-policy.js';

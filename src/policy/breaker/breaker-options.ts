@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { limits } from '../limits.js';
-import { parseConfig } from '../validate.js';
+import { parseConfig } from '../../util/parse-config.js';
 
 /** Every duration of the breaker: positive, at most a day (`src/policy/limits.ts`). */
 const positiveMs = z.number().int().positive().max(limits.windowMs);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { limits } from '../limits.js';
-import { parseConfig } from '../validate.js';
+import { parseConfig } from '../../util/parse-config.js';
 
 const tokens = z.number().int().max(limits.budgetTokens);
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { limits } from '../limits.js';
-import { parseConfig } from '../validate.js';
+import { parseConfig } from '../../util/parse-config.js';
 import { isPermanentError } from '../../errors/permanent-error.js';
 import { isRetryableError } from '../../errors/retryable-error.js';
 import { readCodes, readProperty, readStatus } from './describe-error.js';

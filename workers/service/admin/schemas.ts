@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deadReasons } from '../../../src/policy/dead-reason.js';
+import { deadReasons } from '../../../src/errors/dead-reason.js';
 import { limits } from '../../../src/policy/limits.js';
 
 /**

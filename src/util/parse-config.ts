@@ -1,9 +1,5 @@
 import type { z } from 'zod';
-
-/** An invalid option: the message names the field. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+import { ConfigError } from '../errors/config-error.js';
 
 /**
  * Parses `input` with `schema` and turns a zod failure into one line per

@@ -1,0 +1,68 @@
+/**
+ * The bottom layers import nothing above them (issue 23, item 5): the lint
+ * rule catches an upward import from src/util, src/errors or src/config, lets
+ * the allowed ones through, and finds none in those folders today.
+ */
+import { join } from 'node:path';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from '../harness/child.js';
+
+const eslint = new ESLint({ cwd: repoRoot });
+
+/** Whether the layer rule flags `specifier` imported from the file `path`. */
+async function flagged(specifier: string, path: string, typeOnly = false): Promise<boolean> {
+  const code = typeOnly
+    ? `import type { X } from '${specifier}';\nexport type Y = X;\n`
+    : `import { x } from '${specifier}';\nexport const y = x;\n`;
+  const [result] = await eslint.lintText(code, { filePath: join(repoRoot, path) });
+  const found = (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-imports');
+  return found.length > 0;
+}
+
+describe('the bottom-layer import rule', () => {
+  it.each([
+    ['src/util/new-helper.ts', '../policy/retry-policy.js'],
+    ['src/util/new-helper.ts', '../scheduler/worker.js'],
+    ['src/util/new-helper.ts', '../config/env.js'],
+    ['src/util/new-helper.ts', '../../workers/service/http.js'],
+    ['src/util/new-helper.ts', '../index.js'],
+    ['src/errors/new-error.ts', '../policy/decide.js'],
+    ['src/errors/new-error.ts', '../util/system.js'],
+    ['src/errors/new-error.ts', '../config/env.js'],
+    ['src/config/new-config.ts', '../policy/retry-policy.js'],
+    ['src/config/new-config.ts', '../redis/keys.js'],
+    ['src/config/new-config.ts', '../cli/program.js'],
+    ['src/config/new-config.ts', '../scheduler/queue.js'],
+    ['src/config/nested/deep.ts', '../../policy/limits-extra.js'],
+  ])('catches an upward import: %s importing %s', async (path, specifier) => {
+    expect(await flagged(specifier, path)).toBe(true);
+    expect(await flagged(specifier, path, true)).toBe(true);
+  });
+
+  it.each([
+    ['src/util/new-helper.ts', './system.js'],
+    ['src/util/new-helper.ts', '../errors/config-error.js'],
+    ['src/errors/new-error.ts', './dead-reason.js'],
+    ['src/config/new-config.ts', '../util/parse-config.js'],
+    ['src/config/new-config.ts', '../errors/config-error.js'],
+    ['src/config/new-config.ts', './env.js'],
+    // The one commented exception: a leaf of constants.
+    ['src/config/new-config.ts', '../policy/limits.js'],
+    ['src/util/new-helper.ts', 'zod'],
+  ])('allows %s importing %s', async (path, specifier) => {
+    expect(await flagged(specifier, path)).toBe(false);
+  });
+
+  it('finds no upward import in src/util, src/errors or src/config', async () => {
+    const results = await eslint.lintFiles(['src/util', 'src/errors', 'src/config']);
+    const found = results.flatMap((r) =>
+      r.messages
+        .filter((m) => m.ruleId === 'no-restricted-imports')
+        .map((m) => `${r.filePath.slice(repoRoot.length)}:${m.line}`),
+    );
+    expect(found).toEqual([]);
+    // The search did look: every file of the three folders was linted.
+    expect(results.length).toBeGreaterThanOrEqual(15);
+  });
+});
