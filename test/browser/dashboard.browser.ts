@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import type { AttemptRecord } from '../../src/policy/job-state.js';
 import type { RedisClient } from '../../src/redis/connection.js';
+import { jobIdForKey } from '../../src/scheduler/job-id.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
 import { startService, type RunningService } from '../../workers/service/service.js';
 import { repoRoot } from '../harness/child.js';
@@ -150,9 +151,12 @@ describe('the dashboard in chromium', () => {
 
   it('asks for the token, then shows the queues, the retry chart and a dead job with its history', async () => {
     const now = Date.now();
+    // A job added with the key `order-42`, as requeue stores it (its id is the key's, in the
+    // namespace no BullMQ key can share); the dashboard shows the key.
     await seedDead(redis, {
       source: jobs,
-      id: 'order-42',
+      id: jobIdForKey('order-42'),
+      idempotencyKey: 'order-42',
       name: 'charge',
       data: { order: 42, apiKey: 'sk_live_do_not_show' },
       opts: {},

@@ -687,10 +687,12 @@ function DeadPanel({ queue, tick, onError, ask, refresh }) {
                   html`<tr
                       key=${d.id}
                       class=${`clickable ${open === d.id ? 'expanded' : ''}`}
-                      data-testid=${`dead-${d.id}`}
+                      data-testid=${`dead-${d.idempotencyKey ?? d.id}`}
                       onClick=${() => setOpen(open === d.id ? undefined : d.id)}
                     >
-                      <td class="mono">${open === d.id ? '▾' : '▸'} ${d.name} · ${d.id}</td>
+                      <td class="mono">
+                        ${open === d.id ? '▾' : '▸'} ${d.name} · ${d.idempotencyKey ?? d.id}
+                      </td>
                       <td><${Badge} tone="bad">${d.reason}<//></td>
                       <td class="num">
                         ${d.attempts}${d.replays ? ` (${d.replays} replays)` : ''}
@@ -698,12 +700,14 @@ function DeadPanel({ queue, tick, onError, ask, refresh }) {
                       <td class="nowrap" title=${time(d.deadAt)}>${ago(d.deadAt)}</td>
                       <td class="err" title=${d.message}>${d.message}</td>
                       <td class="actions" onClick=${(e) => e.stopPropagation()}>
-                        <button onClick=${() => bulk('replay', { id: d.id }, `dead job ${d.id}`)}>
+                        <button
+                          onClick=${() => bulk('replay', { id: d.id }, `dead job ${d.idempotencyKey ?? d.id}`)}
+                        >
                           Replay
                         </button>
                         <button
                           class="danger"
-                          onClick=${() => bulk('purge', { id: d.id }, `dead job ${d.id}`)}
+                          onClick=${() => bulk('purge', { id: d.id }, `dead job ${d.idempotencyKey ?? d.id}`)}
                         >
                           Purge
                         </button>
