@@ -184,7 +184,7 @@ function persistenceChecks(appendonly: Fact<string>, appendfsync: Fact<string>):
         status: 'ok',
         value:
           appendfsync === 'everysec'
-            ? 'everysec (a crash of Redis can lose about the last second of writes)'
+            ? 'everysec (a crash of Redis can lose up to about the last 2 s of writes)'
             : 'always',
       },
     ];
