@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { reconnectDelay } from '../policy/reconnect.js';
+import { mendClusterReconnect } from './cluster-reconnect.js';
 import { systemRandom } from '../util/system.js';
 
 /** The Redis requeue talks to when none is given. */
@@ -70,7 +71,9 @@ export function clusterNodeOptions(url: string): RedisOptions {
  * (`maxRetriesPerRequest: null` on every node), with requeue's reconnect
  * backoff when the whole cluster is lost. A single node that goes away is
  * not retried on its own (ioredis's default): its slots are fetched again
- * from the others, which is how a promoted replica is found.
+ * from the others, which is how a promoted replica is found; a connection
+ * made from scratch tries every node the cluster has learned of, and its
+ * `connect()` settles once the cluster is ready (`cluster-reconnect.ts`).
  */
 export function createCluster(
   url: string = process.env.REDIS_URL ?? defaultRedisUrl,
@@ -90,7 +93,10 @@ export function createCluster(
     redisOptions: { maxRetriesPerRequest: null, ...clusterNodeOptions(url), ...extra },
   });
   cluster.on('error', () => undefined);
-  return cluster;
+  // A reconnect from scratch (its own, or BullMQ's of a worker's blocking
+  // connection) must not hang when the seed is the master that died, or when
+  // it meets the cluster before the replica is promoted.
+  return mendClusterReconnect(cluster);
 }
 
 /**

@@ -6,6 +6,7 @@ import { createQueue } from '../../src/scheduler/queue.js';
 import { createWorker } from '../../src/scheduler/worker.js';
 import { startRedisCluster, waitClusterOk, type RedisClusterHandle } from '../harness/cluster.js';
 import { onCleanup } from '../harness/cleanup.js';
+import { openMonitor } from '../harness/monitor.js';
 import { uniqueQueueName } from '../harness/redis.js';
 
 /**
@@ -20,20 +21,29 @@ import { uniqueQueueName } from '../harness/redis.js';
 let cluster: RedisClusterHandle;
 let admin: Cluster;
 
-beforeAll(async () => {
-  cluster = await startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1000 });
-  admin = createCluster(cluster.url);
-}, 90_000);
-
-afterAll(async () => {
-  admin?.disconnect();
-  await cluster?.stop();
-});
+/** A cluster of its own for the tests of one `describe` (each kills a node of it). */
+function clusterPerDescribe(options: { replicas: number }): void {
+  beforeAll(async () => {
+    cluster = await startRedisCluster({
+      masters: 3,
+      replicas: options.replicas,
+      nodeTimeoutMs: 1000,
+    });
+    admin = createCluster(cluster.url);
+  }, 90_000);
+  afterAll(async () => {
+    admin?.disconnect();
+    await cluster?.stop();
+  });
+}
 
 /** `host:port` of the master serving `key`, and of its replicas. */
-async function nodesOf(key: string): Promise<{ master: number; replicas: number[] }> {
-  const slot = (await admin.cluster('KEYSLOT', key)) as number;
-  const ranges = (await admin.cluster('SLOTS')) as unknown as [
+async function nodesOf(
+  key: string,
+  via: Cluster = admin,
+): Promise<{ master: number; replicas: number[] }> {
+  const slot = (await via.cluster('KEYSLOT', key)) as number;
+  const ranges = (await via.cluster('SLOTS')) as unknown as [
     number,
     number,
     ...[string, number][],
@@ -43,12 +53,16 @@ async function nodesOf(key: string): Promise<{ master: number; replicas: number[
   return { master: master![1], replicas: replicas.map((r) => r[1]) };
 }
 
-async function info(port: number, field: string): Promise<string | undefined> {
+async function info(
+  port: number,
+  field: string,
+  section = 'replication',
+): Promise<string | undefined> {
   const node = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });
   node.on('error', () => undefined);
   try {
     await node.connect();
-    const text = await node.info('replication');
+    const text = section === 'cluster' ? await node.cluster('INFO') : await node.info(section);
     return new RegExp(`^${field}:(.*)$`, 'm').exec(text)?.[1]?.trim();
   } finally {
     node.disconnect();
@@ -64,6 +78,8 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs: num
 }
 
 describe('a Redis Cluster failover', () => {
+  clusterPerDescribe({ replicas: 1 });
+
   it('a master killed mid-run: its replica takes over, the worker carries on, no job is lost', async () => {
     const name = uniqueQueueName('failover');
     // A replica shows in CLUSTER SLOTS once it has joined its master (later on a busy machine).
@@ -152,4 +168,119 @@ describe('a Redis Cluster failover', () => {
         `200 jobs completed, ${extra} extra run(s)`,
     );
   }, 180_000);
+});
+
+/** `promise`, or a rejection naming `what` after `ms`. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: not settled within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+describe('the seed node is the master that dies', () => {
+  clusterPerDescribe({ replicas: 1 });
+
+  it('regression: a worker idle in its blocking wait on the seed master, killed just before the wait timed out, fetched nothing again (its blocking connection reconnected to the dead seed only, or its connect() met the cluster down and never settled)', async () => {
+    const seed = cluster.ports[0]!;
+    // A queue whose slot the seed serves, once the seed lists its replica.
+    let name = '';
+    for (let i = 0; ; i += 1) {
+      name = uniqueQueueName(`seed${i}`);
+      const nodes = await nodesOf(requeueKeys(name).dead);
+      if (nodes.master === seed && nodes.replicas.length === 1) break;
+      if (i > 2_000) throw new Error(`no queue name on the seed :${seed} with its replica`);
+    }
+    const { replicas } = await nodesOf(requeueKeys(name).dead);
+    const queue = createQueue(name, { connection: admin });
+    onCleanup(() => queue.close());
+    let completed = 0;
+    const worker = createWorker(
+      name,
+      async () => {
+        completed += 1;
+      },
+      { connection: admin, concurrency: 4, lockDurationMs: 2_000, stalledIntervalMs: 1_000 },
+    );
+    onCleanup(() => worker.close({ timeoutMs: 5_000 }));
+    // A connection opened from the seed URL, to connect again from scratch after the kill.
+    const fresh = createCluster(cluster.url);
+    onCleanup(() => fresh.disconnect());
+    await fresh.cluster('INFO');
+    for (let n = 0; n < 3; n += 1) await queue.add('job', { n });
+    await until('the first jobs to complete', async () => completed === 3, 20_000);
+
+    // The worker is idle: its blocking connection waits on the seed, BZPOPMIN
+    // with a timeout. Kill the seed 0.5 s before that timeout: BullMQ's
+    // watchdog (the timeout + 1 s) then resets the blocking connection while
+    // the seed is dead and its replica not yet promoted.
+    const marker = `${name}:marker`;
+    const waitStarted = new Promise<{ at: number; timeoutMs: number }>((resolve) => {
+      void openMonitor(new Redis(seed, '127.0.0.1', { lazyConnect: true }), (args) => {
+        if (args[0]?.toLowerCase() === 'bzpopmin' && args[1]?.endsWith(marker))
+          resolve({ at: Date.now(), timeoutMs: Number(args[2]) * 1000 });
+      }).then((socket) => onCleanup(() => socket.destroy()));
+    });
+    const { at, timeoutMs } = await within(waitStarted, 15_000, 'a blocking wait on the seed');
+    await new Promise((r) => setTimeout(r, Math.max(0, at + timeoutMs - 500 - Date.now())));
+    await cluster.servers.find((s) => s.port === seed)!.kill();
+    await until(
+      'the replica to be promoted',
+      async () => (await info(replicas[0]!, 'role')) === 'master',
+      20_000,
+    );
+    await waitClusterOk(cluster.ports.filter((p) => p !== seed));
+
+    // Waiting jobs, and delayed ones that only a fetch promotes.
+    for (let n = 0; n < 20; n += 1)
+      await queue.add('job', { n }, n % 4 === 0 ? { delayMs: 500 } : {});
+    await until('every job to complete', async () => completed === 23, 30_000).catch(
+      async (err: Error) => {
+        throw new Error(`${err.message} (counts ${JSON.stringify(await queue.counts())})`);
+      },
+    );
+    expect(await queue.counts()).toMatchObject({ waiting: 0, delayed: 0, completed: 23 });
+
+    // A connection from scratch (a duplicate, as BullMQ's blocking one) goes
+    // through the nodes the original learned of, not the dead seed only.
+    const again = fresh.duplicate();
+    onCleanup(() => again.disconnect());
+    await within(
+      new Promise((resolve) => again.once('ready', resolve)),
+      15_000,
+      'a duplicate connecting with the seed dead',
+    );
+    expect(await again.cluster('INFO')).toMatch(/cluster_state:ok/);
+  }, 120_000);
+});
+
+describe('a connect() that meets the cluster down', () => {
+  clusterPerDescribe({ replicas: 0 });
+
+  it('regression: a connect() whose ready check met cluster_state:fail never settled, even once the cluster was back (ioredis drops that promise)', async () => {
+    const [seed, other] = [cluster.ports[0]!, cluster.ports[1]!];
+    const dead = cluster.servers.find((s) => s.port === other)!;
+    await dead.kill();
+    // Without a replica its slots stay unserved: every node says so.
+    await until(
+      'the cluster to be down',
+      async () => (await info(seed, 'cluster_state', 'cluster')) === 'fail',
+      20_000,
+    );
+    const late = createCluster(cluster.url, {}, { lazyConnect: true });
+    onCleanup(() => late.disconnect());
+    let settled = false;
+    const reconnecting = new Promise((resolve) => late.once('reconnecting', resolve));
+    const connecting = late.connect().finally(() => (settled = true));
+    // Its ready check fails and ioredis reconnects by itself, again and again.
+    await within(reconnecting, 10_000, 'a failed ready check');
+    expect(settled).toBe(false);
+    await dead.restart();
+    await waitClusterOk(cluster.ports);
+    await within(connecting, 20_000, 'connect() once the cluster is back');
+    expect(await late.cluster('INFO')).toMatch(/cluster_state:ok/);
+  }, 90_000);
 });
