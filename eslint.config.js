@@ -45,6 +45,22 @@ function importsNothingAbove(layer, above, allowed, except) {
   };
 }
 
+/**
+ * No file over 400 lines (issue 23, item 5): every `.ts` in src/ and workers/
+ * and the dashboard's scripts, blank lines and comments counted. The files
+ * over it today are let through by name until they are split; this list must
+ * end empty (remove a file from it in the change that splits it).
+ */
+const overMaxLinesToday = [
+  'src/scheduler/attempt.ts',
+  'src/scheduler/job-moves.ts',
+  'src/policy/simulate/outage.ts',
+  'src/scheduler/dead-letter.ts',
+  'src/cli/commands/simulate.ts',
+  'workers/service/dashboard/app.js',
+  'workers/webhook/deliver.ts',
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.requeue/**', 'coverage/**'] },
   js.configs.recommended,
@@ -178,6 +194,11 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    files: ['src/**/*.ts', 'workers/**/*.ts', 'workers/service/dashboard/**/*.js'],
+    ignores: overMaxLinesToday,
+    rules: { 'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }] },
   },
   {
     files: ['src/util/system.ts', 'test/**', 'bench/**'],
