@@ -57,7 +57,6 @@ const overMaxLinesToday = [
   'src/policy/simulate/outage.ts',
   'src/scheduler/dead-letter.ts',
   'src/cli/commands/simulate.ts',
-  'workers/service/dashboard/app.js',
   'workers/webhook/deliver.ts',
 ];
 

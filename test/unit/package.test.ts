@@ -93,7 +93,13 @@ describe('the packed package', () => {
     expect(files).toContain('dist/src/cli/main.js');
     expect(files).toContain('dist/src/redis/lua/deadLetter-9.lua');
     // The dashboard's files, served from the package by the service.
-    for (const file of ['index.html', 'app.js', 'style.css'])
+    for (const file of [
+      'index.html',
+      'app.js',
+      'lib/api.js',
+      'components/dead-panel.js',
+      'style.css',
+    ])
       expect(files).toContain(`dist/workers/service/dashboard/${file}`);
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
 
-/** The dashboard's own files (HTML, one ES module, CSS), copied into dist/ by the build. */
+/** The dashboard's own files (HTML, ES modules: app.js and its lib/ and components/, CSS), copied into dist/ by the build. */
 export const dashboardDir = fileURLToPath(new URL('../dashboard/', import.meta.url));
 
 /**

@@ -1,0 +1,33 @@
+// One card per queue with its counts; a click selects the queue.
+import { Badge } from './badges.js';
+import { html } from '../lib/html.js';
+
+export function QueueCards({ queues, selected, onSelect }) {
+  const order = ['waiting', 'active', 'delayed', 'completed', 'failed', 'dead'];
+  return html`<div class="queues" data-testid="queues">
+    ${queues.map(
+      (queue) =>
+        html`<button
+          class=${`queue-card ${queue.name === selected ? 'selected' : ''}`}
+          data-testid=${`queue-${queue.name}`}
+          onClick=${() => onSelect(queue.name)}
+        >
+          <h2>
+            ${queue.name}
+            <${Badge} tone="muted">${queue.kind}<//>
+          </h2>
+          <div class="counts">
+            ${order.map(
+              (state) =>
+                html`<div
+                  class=${`count ${state} ${queue.counts[state] > 0 ? 'some' : ''}`}
+                  data-testid=${`count-${state}`}
+                >
+                  <b>${queue.counts[state] ?? 0}</b><span>${state}</span>
+                </div>`,
+            )}
+          </div>
+        </button>`,
+    )}
+  </div>`;
+}
