@@ -5,64 +5,24 @@
  *
  * @see https://www.standardwebhooks.com/ ("Delivery success and failure")
  */
-import {
-  STATUS_CODES,
-  request as httpRequest,
-  type Agent as HttpAgent,
-  type ClientRequest,
-  type IncomingHttpHeaders,
-  type RequestOptions,
-} from 'node:http';
-import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
+import { STATUS_CODES, type Agent as HttpAgent, type IncomingHttpHeaders } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
 import { isPermanentError, PermanentError } from '../../src/errors/permanent-error.js';
 import { RetryableError } from '../../src/errors/retryable-error.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
+import { WebhookDeliveryError } from './delivery-error.js';
+import type { DeliveryDetails, DeliveryResult, WebhookDelivery } from './delivery-types.js';
+import { send, type RawResponse } from './http-send.js';
 import { collectSentSecrets } from './sent-secrets.js';
-import { signWebhook, webhookHeaders, type WebhookSecret } from './signature.js';
+import { signWebhook, webhookHeaders } from './signature.js';
 import { createSsrfGuard, type SsrfGuard, type SsrfOptions } from './ssrf.js';
+import { requestHeaders, webhookBody } from './webhook-request.js';
 
-/** What a delivery needs from a webhook job (see `webhookJobSchema` in `worker.ts`). */
-export interface WebhookDelivery {
-  endpoint: {
-    id: string;
-    /** An `http:` or `https:` URL. */
-    url: string;
-    /** Signs the request; several sign it during a rotation; none sends it unsigned. */
-    secret?: WebhookSecret | undefined;
-  };
-  event: {
-    /** Sent as `webhook-id`: the receiver's idempotency key, the same on every attempt. */
-    id: string;
-    /** `type` of the body, e.g. `invoice.paid`. */
-    type: string;
-    /** When the event happened, ISO 8601; the attempt's time when absent. */
-    timestamp?: string | undefined;
-    /** `data` of the body. */
-    payload: unknown;
-  };
-  /** Extra request headers. They never replace `webhook-*`, `content-type` or framing headers. */
-  headers?: Readonly<Record<string, string>> | undefined;
-}
-
-/** What one attempt saw, for the job's history (`job.annotate`). */
-export interface DeliveryDetails {
-  /** The response status, when a response came. */
-  status?: number;
-  /** From the start of the attempt to the end of the (bounded) response body, in ms. */
-  latencyMs: number;
-  /** The first `maxBodyBytes` of the response body, as UTF-8 (secret and signatures blanked). */
-  body?: string;
-  /** The error code when no response came (`ETIMEDOUT`, `ECONNREFUSED`, …). */
-  code?: string;
-}
-
-/** A successful (2xx) delivery. */
-export interface DeliveryResult {
-  status: number;
-  latencyMs: number;
-  body: string;
-}
+// What the webhook worker and the public barrel import from here.
+export type { DeliveryDetails, DeliveryResult, WebhookDelivery } from './delivery-types.js';
+export { WebhookDeliveryError } from './delivery-error.js';
+export { webhookBody } from './webhook-request.js';
 
 /** Options of {@link deliverWebhook}. */
 export interface DeliverOptions extends SsrfOptions {
@@ -105,79 +65,6 @@ export interface DeliverOptions extends SsrfOptions {
 /** The user agent sent unless the job or the options give one. */
 export const defaultUserAgent = 'requeue-webhooks/0.1';
 
-/**
- * A delivery that failed: a non-2xx answer (with `status` and the
- * `retry-after` header, which the classifier reads), a timeout or a network
- * error (with `code`). Messages name the endpoint by origin only: a URL's
- * path and query often carry a token.
- */
-export class WebhookDeliveryError extends Error {
-  override name = 'WebhookDeliveryError';
-  readonly status?: number;
-  readonly headers?: Readonly<Record<string, string>>;
-  readonly code?: string;
-  readonly latencyMs: number;
-  readonly body?: string;
-
-  constructor(
-    message: string,
-    details: DeliveryDetails & { headers?: Record<string, string>; cause?: unknown },
-  ) {
-    super(message, 'cause' in details ? { cause: details.cause } : undefined);
-    this.latencyMs = details.latencyMs;
-    if (details.status !== undefined) this.status = details.status;
-    if (details.headers !== undefined) this.headers = details.headers;
-    if (details.code !== undefined) this.code = details.code;
-    if (details.body !== undefined) this.body = details.body;
-  }
-}
-
-/**
- * The request body: Standard Webhooks' recommended payload
- * `{"type", "timestamp", "data"}`, minified. The event id is not repeated
- * in it: it travels as `webhook-id`. `timestamp` is when the event
- * happened, so the body is the same on every attempt when the event has one
- * (`enqueueWebhook` stamps it).
- */
-export function webhookBody(event: WebhookDelivery['event'], now: number): string {
-  return JSON.stringify({
-    type: event.type,
-    timestamp: event.timestamp ?? new Date(now).toISOString(),
-    data: event.payload ?? null,
-  });
-}
-
-/** Headers a job cannot set: the signature's, and those that frame the body. */
-const RESERVED_HEADERS: ReadonlySet<string> = new Set([
-  'content-type',
-  'content-length',
-  'transfer-encoding',
-  'host',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-]);
-
-function requestHeaders(
-  job: WebhookDelivery,
-  body: string,
-  signed: Record<string, string>,
-  userAgent: string,
-): Record<string, string> {
-  const headers: Record<string, string> = { 'user-agent': userAgent };
-  for (const [name, value] of Object.entries(job.headers ?? {})) {
-    const key = name.toLowerCase();
-    if (!key.startsWith('webhook-') && !RESERVED_HEADERS.has(key)) headers[key] = value;
-  }
-  // Into the fresh object rather than a spread copy, which costs microseconds on Node 20.
-  headers['content-type'] = 'application/json';
-  headers['content-length'] = String(Buffer.byteLength(body));
-  return Object.assign(headers, signed);
-}
-
 /** The first `maxBytes` bytes of `text`. */
 function firstBytes(text: string, maxBytes: number): string {
   return Buffer.byteLength(text) <= maxBytes
@@ -194,116 +81,6 @@ function excerpt(body: string, max = 120): string {
 function headerText(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
-}
-
-interface RawResponse {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-}
-
-interface SendInput {
-  url: URL;
-  target: string;
-  options: RequestOptions;
-  body: string;
-  timeoutMs: number;
-  maxBodyBytes: number;
-  /** How long the body may take once the status has arrived. */
-  bodyTimeoutMs: number;
-  signal: AbortSignal | undefined;
-  startedAt: number;
-  clock: Clock;
-}
-
-/** Sends the request; resolves with any HTTP answer, rejects when none came. */
-function send(input: SendInput): Promise<RawResponse> {
-  const { url, target, timeoutMs, maxBodyBytes, signal } = input;
-  const elapsed = (): number => input.clock.now() - input.startedAt;
-  return new Promise<RawResponse>((resolve, reject) => {
-    let req: ClientRequest | undefined;
-    let settled = false;
-    const settle = (outcome: () => void): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      outcome();
-    };
-    const fail = (err: unknown): void =>
-      settle(() => {
-        req?.destroy();
-        reject(err);
-      });
-    const timer = setTimeout(() => {
-      fail(
-        new WebhookDeliveryError(`POST ${target} timed out after ${timeoutMs} ms`, {
-          code: 'ETIMEDOUT',
-          latencyMs: elapsed(),
-        }),
-      );
-    }, timeoutMs);
-    timer.unref();
-    const onAbort = (): void => {
-      fail(
-        new WebhookDeliveryError(`POST ${target} aborted: the worker is shutting down`, {
-          code: 'ECONNABORTED',
-          latencyMs: elapsed(),
-          cause: signal?.reason,
-        }),
-      );
-    };
-    if (signal?.aborted) {
-      onAbort();
-      return;
-    }
-    signal?.addEventListener('abort', onAbort, { once: true });
-
-    try {
-      req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(input.options);
-    } catch (err) {
-      // An option Node refuses (a header value, say) will be refused on every attempt.
-      fail(
-        new PermanentError(`cannot build the request to ${target}: ${(err as Error).message}`, {
-          cause: err,
-        }),
-      );
-      return;
-    }
-    req.on('error', fail);
-    req.on('response', (res) => {
-      // The status line and headers decide the attempt: from here on nothing
-      // turns it into a failure. The body is read for the history only, up to
-      // its byte limit and within its own short deadline.
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const done = (): void => {
-        clearTimeout(bodyTimer);
-        settle(() =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).subarray(0, maxBodyBytes),
-          }),
-        );
-        res.destroy();
-      };
-      const bodyTimer = setTimeout(done, input.bodyTimeoutMs);
-      bodyTimer.unref();
-      res.on('data', (chunk: Buffer) => {
-        chunks.push(chunk);
-        size += chunk.length;
-        // Enough for the history; the rest is not worth the wait or the memory.
-        if (size >= maxBodyBytes) done();
-      });
-      res.on('end', done);
-      res.on('error', done);
-      res.on('close', done);
-    });
-    req.end(input.body);
-  });
 }
 
 /** Wraps what `send` rejected with into the error the classifier should see. */
