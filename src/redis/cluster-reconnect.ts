@@ -27,6 +27,12 @@ interface MendedCluster {
   duplicate(overrideStartupNodes?: ClusterNode[], overrideOptions?: ClusterOptions): Cluster;
 }
 
+/** A `connect()` call waiting for the cluster to be ready. */
+interface Waiter {
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
 /** `host:port` of a startup node given as a port, a `host:port` string, a URL or an object. */
 export function startupNodeId(node: ClusterNode): string {
   if (typeof node === 'number' || /^\d+$/.test(String(node))) return `127.0.0.1:${node}`;
@@ -66,27 +72,31 @@ export function mendClusterReconnect(cluster: Cluster): Cluster {
     mended.startupNodes = [...byId.values()];
   });
 
+  // One listener each, whatever the number of connect() calls pending: ioredis
+  // calls connect() itself on every reconnect, and those it dropped wait here.
+  const pending = new Set<Waiter>();
+  const settleAll = (how: (waiter: Waiter) => void) => {
+    const all = [...pending];
+    pending.clear();
+    for (const p of all) how(p);
+  };
+  cluster.on('ready', () => settleAll((p) => p.resolve()));
+  cluster.on('end', () => settleAll((p) => p.reject(new Error('Connection is closed.'))));
   const connect = mended.connect.bind(cluster);
   mended.connect = () =>
     new Promise<void>((resolve, reject) => {
-      const done = () => {
-        cluster.off('ready', onReady);
-        cluster.off('end', onEnd);
-      };
-      const onReady = () => {
-        done();
-        resolve();
-      };
-      const onEnd = () => {
-        done();
-        reject(new Error('Connection is closed.'));
-      };
-      cluster.once('ready', onReady);
-      cluster.once('end', onEnd);
-      connect().then(onReady, (err: unknown) => {
-        done();
-        reject(err as Error);
-      });
+      const entry = { resolve, reject };
+      pending.add(entry);
+      connect().then(
+        () => {
+          pending.delete(entry);
+          resolve();
+        },
+        (err: unknown) => {
+          pending.delete(entry);
+          reject(err as Error);
+        },
+      );
     });
 
   const duplicate = mended.duplicate.bind(cluster);
