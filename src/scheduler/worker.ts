@@ -13,7 +13,7 @@ import { withDeadline } from '../util/lifecycle.js';
 import { systemClock, systemRandom, type Clock } from '../util/system.js';
 import { runAttempt, type Attempt, type AttemptContext, type Handler } from './attempt.js';
 import { announceTransition, BreakerGate, queueBreakerKey } from './breaker-gate.js';
-import { DeadLetterQueue } from './dead-letter.js';
+import { DeadLetterQueue } from './dlq/dead-letter-queue.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { ClockWatch, type ClockStatus } from './clock-watch.js';
@@ -21,7 +21,7 @@ import { FetchPause } from './fetch-pause.js';
 import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
-import { RetentionKeeper } from './retention-keeper.js';
+import { RetentionKeeper } from './dlq/retention-keeper.js';
 import { fetchOnRedisTime } from './redis-time-fetch.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
@@ -42,7 +42,7 @@ export { queueBreakerKey } from './breaker-gate.js';
 /**
  * A requeue worker: a BullMQ worker whose processor runs one attempt
  * (`attempt.ts`) and applies its outcome with one fenced move (`job-moves.ts`,
- * `dead-letterer.ts`), announcing it only once it is stored. This class wires
+ * `dlq/dead-letter-move.ts`), announcing it only once it is stored. This class wires
  * those parts together and owns the lifecycle.
  */
 export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<WorkerEvents> {
