@@ -17,6 +17,7 @@ import { DeadLetterQueue } from './dlq/dead-letter-queue.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { ClockWatch, type ClockStatus } from './clock-watch.js';
+import { childFailure, processDeferredFailures } from './deferred-failure.js';
 import { FetchPause } from './fetch-pause.js';
 import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
@@ -164,6 +165,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       maxStalledCount: 1_000_000,
     });
     fetchOnRedisTime(this.bull, this.clock);
+    processDeferredFailures(this.bull);
     this.moves = new JobMoves(redis, this.bull, name);
     this.fetch = new FetchPause(this.bull, this.clock, this.logger);
     const perJob = new JobOptions(options, this.policy, this.logger);
@@ -310,19 +312,29 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private process(job: Job, token: string | undefined): unknown {
     if (!token)
       throw new Error('requeue needs a lock token; sandboxed processors are not supported');
+    // A flow's parent whose child died with failParentOnFailure: dead-lettered, not run.
+    if (job.deferredFailure) return this.processChildFailure(job, token);
     // A first attempt has no stored state: no read, and no promise to wait on.
     if (!mayHaveState(job)) return runAttempt(this.attemptContext, job, token, firstLife);
     return this.processStored(job, token);
   }
 
   private async processStored(job: Job, token: string): Promise<unknown> {
-    let stored: StoredState;
+    return runAttempt(this.attemptContext, job, token, await this.load(job, token));
+  }
+
+  private async processChildFailure(job: Job, token: string): Promise<unknown> {
+    const stored = mayHaveState(job) ? await this.load(job, token) : firstLife;
+    return this.apply(job, token, childFailure(job, stored, this.clock.now()));
+  }
+
+  /** The job's stored state; a failed read leaves the job (see {@link leave}). */
+  private async load(job: Job, token: string): Promise<StoredState> {
     try {
-      stored = await this.moves.load(job, token);
+      return await this.moves.load(job, token);
     } catch (err) {
       throw this.leave(err, job);
     }
-    return runAttempt(this.attemptContext, job, token, stored);
   }
 
   /** Applies an attempt's outcome; returns what BullMQ completes the job with. */

@@ -6,7 +6,10 @@
   earlier encoding: src/scheduler/job-id.ts); if that is taken (the key was
   re-used; a keyless death's marker does not count), under the fresh id the
   caller gave, history kept. The record's hash becomes the job's hash again (renamed), its
-  life counter goes up and the attempts start again.
+  life counter goes up and the attempts start again. A flow's child takes
+  its place among its parent's dependencies again, as BullMQ's retry of a
+  failed child does (its `moveChildBackToParentDependencies`), under the id
+  it comes back with: a parent still waiting for it completes when it does.
 
   KEYS[1] DLQ index   KEYS[2] wait list   KEYS[3] meta   KEYS[4] active list
   KEYS[5] marker      KEYS[6] events stream
@@ -44,6 +47,17 @@ for i = 4, #ARGV, 4 do
         'stacktrace', 'returnvalue', 'pb', 'stc')
       rcall('HSET', jobKey, 'timestamp', ARGV[3], 'delay', 0, 'rqo', rcall('HGET', jobKey, 'ats') or 0)
       rcall('HINCRBY', jobKey, 'rql', 1)
+      local parentKey = rcall('HGET', jobKey, 'parentKey')
+      if parentKey and rcall('EXISTS', parentKey) == 1 then
+        local childKey = ARGV[2] .. id
+        local deps = parentKey .. ':dependencies'
+        -- Still a dependency (no failure option: the parent kept waiting), or
+        -- recorded by the parent as failed or ignored.
+        local back = rcall('SREM', deps, childKey)
+          + rcall('ZREM', parentKey .. ':unsuccessful', childKey)
+          + rcall('HDEL', parentKey .. ':failed', childKey)
+        if back > 0 then rcall('SADD', deps, jobKey) end
+      end
       rcall('ZREM', KEYS[1], id)
       rcall('LPUSH', KEYS[2], target)
       rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting', 'jobId', target)

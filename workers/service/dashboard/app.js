@@ -19,6 +19,7 @@ const deadReasons = [
   'budget-exhausted',
   'endpoint-disabled',
   'max-deferrals',
+  'child-failed',
 ];
 
 class Unauthorized extends Error {}
