@@ -48,11 +48,14 @@ for i = 4, #ARGV, 4 do
       rcall('HSET', jobKey, 'timestamp', ARGV[3], 'delay', 0, 'rqo', rcall('HGET', jobKey, 'ats') or 0)
       rcall('HINCRBY', jobKey, 'rql', 1)
       local parentKey = rcall('HGET', jobKey, 'parentKey')
-      if parentKey and rcall('EXISTS', parentKey) == 1 then
+      if parentKey then
         local childKey = ARGV[2] .. id
         local deps = parentKey .. ':dependencies'
         -- Still a dependency (no failure option: the parent kept waiting), or
-        -- recorded by the parent as failed or ignored.
+        -- recorded by the parent as failed or ignored. Unlike BullMQ, also when
+        -- the parent's hash is gone: a parent dead-lettered for this child
+        -- keeps its dependency keys, and once this child completes, the
+        -- parent's own replay finds it done.
         local back = rcall('SREM', deps, childKey)
           + rcall('ZREM', parentKey .. ':unsuccessful', childKey)
           + rcall('HDEL', parentKey .. ':failed', childKey)
