@@ -221,6 +221,25 @@ describe('flows: a parent learns that its child died (issue 25, item 5)', () => 
     expect(await failedSetSize(f.parentQ)).toBe(0);
   });
 
+  it('a flow failed by its child recovers in the other order too: the replayed parent waits for its child', async () => {
+    let fixed = false;
+    const f = flow({ childOk: () => fixed });
+    const tree = await f.add({ failParentOnFailure: true });
+    const parentId = tree.job.id!;
+    const childId = tree.children![0]!.job.id!;
+    await f.parent.events.waitFor('job:dead-lettered', (e) => e.jobId === parentId);
+    fixed = true;
+    expect(await f.parent.dlq.replay({ id: parentId })).toMatchObject({ done: 1 });
+    expect(await bullQueue(f.parentQ).getJobState(parentId)).toBe('waiting-children');
+    expect(f.parentRuns).toEqual([]);
+    expect(await f.child.dlq.replay({ id: childId })).toMatchObject({ done: 1 });
+    const done = await f.parent.events.waitFor('job:completed', (e) => e.jobId === parentId);
+    expect(done.result).toEqual({
+      children: { [jobKey(admin, f.childQ, childId)]: 'child done' },
+    });
+    expect(await failedSetSize(f.parentQ)).toBe(0);
+  });
+
   it('ignoreDependencyOnFailure: the parent goes on, the failure among its ignored ones', async () => {
     const f = flow();
     const tree = await f.add({ ignoreDependencyOnFailure: true });
