@@ -34,6 +34,8 @@ function loadScripts(): Record<string, ScriptDef> {
     const match = /^([a-zA-Z]+)(?:-(\d+))?\.lua$/.exec(file);
     if (!match) continue;
     const [, name, keys] = match;
+    // A stale copy (a renamed script left in an old build) must not win silently.
+    if (out[name!]) throw new Error(`requeue: two Lua scripts named ${name} in ${luaDir}`);
     out[name!] = {
       numberOfKeys: keys === undefined ? undefined : Number(keys),
       lua: withIncludes(readFileSync(luaDir + file, 'utf8'), luaDir, new Set()),
