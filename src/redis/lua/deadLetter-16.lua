@@ -65,7 +65,7 @@ rcall('DEL', KEYS[4], KEYS[5])
 
 -- BullMQ's finalization of a failed job, for the keys BullMQ owns.
 local maxEvents = getOrSetMaxEvents(KEYS[10])
-local flow = rcall('HMGET', KEYS[3], 'parent', 'deid')
+local flow = rcall('HMGET', KEYS[3], 'parent', 'deid', 'defa')
 removeDeduplicationKeyIfNeededOnFinalization(ARGV[8], flow[2], jobId)
 if flow[2] then
   requeueDeduplicatedJob(ARGV[8], flow[2], KEYS[9], KEYS[10], KEYS[1], KEYS[11], KEYS[12],
@@ -75,7 +75,7 @@ if flow[1] then moveChildFromDependenciesIfNeeded(flow[1], KEYS[3], death.messag
 
 rcall('HSET', KEYS[3], 'rq', ARGV[3], 'dead', ARGV[4], 'gen', gen, 'finishedOn', deadAt)
 -- A parent dead-lettered for its child's failure: its replay runs it.
-rcall('HDEL', KEYS[3], 'defa')
+if flow[3] then rcall('HDEL', KEYS[3], 'defa') end
 rcall('RENAME', KEYS[3], KEYS[7])
 if tonumber(ARGV[7]) > 0 then
   rcall('HSET', KEYS[3], 'rqgone', gen)
