@@ -175,7 +175,7 @@ export default tseslint.config(
     files: [
       'src/scheduler/attempt.ts',
       'src/scheduler/apply-outcome.ts',
-      'src/scheduler/dead-letterer.ts',
+      'src/scheduler/dlq/dead-letter-move.ts',
       'src/scheduler/worker.ts',
       'src/policy/attempt-history.ts',
       'src/policy/job-state.ts',

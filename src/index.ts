@@ -7,7 +7,7 @@ export { createQueue, RequeueQueue } from './scheduler/queue.js';
 export type { QueueOptions, AddOptions, AddedJob, QueueCounts } from './scheduler/queue.js';
 export { createWorker, RequeueWorker, queueBreakerKey } from './scheduler/worker.js';
 export type { Handler, RequeueJob, WorkerOptions } from './scheduler/worker.js';
-export { DeadLetterQueue } from './scheduler/dead-letter.js';
+export { DeadLetterQueue } from './scheduler/dlq/dead-letter-queue.js';
 export type {
   DeadJobRecord,
   DeadJobFilter,
@@ -17,7 +17,7 @@ export type {
   BulkProgress,
   ReplayResult,
   RetentionResult,
-} from './scheduler/dead-letter.js';
+} from './scheduler/dlq/dead-letter-queue.js';
 export type { WorkerEvents } from './scheduler/events.js';
 export type { AttemptRecord, JobState } from './policy/job-state.js';
 export { RequeueMetrics, type RequeueMetricsOptions } from './scheduler/metrics.js';

@@ -8,5 +8,7 @@ export const deadReasons = [
   'budget-exhausted',
   'endpoint-disabled',
   'max-deferrals',
+  /** A flow's child died and its `failParentOnFailure` fails this parent (BullMQ's deferred failure). */
+  'child-failed',
 ] as const;
 export type DeadReason = (typeof deadReasons)[number];

@@ -1,4 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RedisClient } from './connection.js';
 
@@ -9,9 +11,17 @@ import type { RedisClient } from './connection.js';
  *
  * File names follow BullMQ's habit: `<name>-<numKeys>.lua`, or `<name>.lua`
  * when a call declares its own keys (the first argument counts them). A line
- * `--- @include "includes/<file>"` is replaced by that file's text.
+ * `--- @include "includes/<file>"` is replaced by that file's text, and
+ * `--- @include "bullmq:includes/<file>"` by the text of BullMQ's own Lua
+ * function of that name (`bullmq/dist/cjs/commands/includes/`), as BullMQ's
+ * loader includes it: its own includes first, each file once per script.
+ * That is how the dead-letter script does BullMQ's finalization with
+ * BullMQ's code (`deadLetter-16.lua`), not a copy that drifts on an upgrade.
  */
 const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
+
+/** BullMQ's Lua sources, from the BullMQ this process loads. */
+const bullmqLuaDir = join(dirname(createRequire(import.meta.url).resolve('bullmq')), 'commands');
 
 interface ScriptDef {
   numberOfKeys: number | undefined;
@@ -24,18 +34,27 @@ function loadScripts(): Record<string, ScriptDef> {
     const match = /^([a-zA-Z]+)(?:-(\d+))?\.lua$/.exec(file);
     if (!match) continue;
     const [, name, keys] = match;
+    // A stale copy (a renamed script left in an old build) must not win silently.
+    if (out[name!]) throw new Error(`requeue: two Lua scripts named ${name} in ${luaDir}`);
     out[name!] = {
       numberOfKeys: keys === undefined ? undefined : Number(keys),
-      lua: withIncludes(readFileSync(luaDir + file, 'utf8')),
+      lua: withIncludes(readFileSync(luaDir + file, 'utf8'), luaDir, new Set()),
     };
   }
   return out;
 }
 
-function withIncludes(lua: string): string {
-  return lua.replace(/^--- @include "([\w/-]+)"$/gm, (_, path: string) =>
-    readFileSync(`${luaDir}${path}.lua`, 'utf8'),
-  );
+/**
+ * `lua` with its includes expanded, depth first; `dir` is where its own
+ * includes are found, `seen` the files already in the script.
+ */
+function withIncludes(lua: string, dir: string, seen: Set<string>): string {
+  return lua.replace(/^--- @include "(bullmq:)?([\w/-]+)"[ \t]*$/gm, (_, bull, path: string) => {
+    const file = join(bull ? bullmqLuaDir : dir, `${path}.lua`);
+    if (seen.has(file)) return '';
+    seen.add(file);
+    return withIncludes(readFileSync(file, 'utf8'), `${dirname(file)}/`, seen);
+  });
 }
 
 let cache: Record<string, ScriptDef> | undefined;

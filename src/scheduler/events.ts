@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../config/logger.js';
 import type { AttemptRecord } from '../policy/job-state.js';
-import type { DeadJobRecord } from './dead-letter.js';
+import type { DeadJobRecord } from './dlq/dead-letter-queue.js';
 
 /** The events a requeue worker emits, by name. Each comes after the state it announces is stored. */
 export interface WorkerEvents {

@@ -336,8 +336,12 @@ export class JobMoves {
     this.worker.completeWithState(job, serializeJobState(state));
   }
 
+  // ---- The dead-letter move (src/scheduler/dlq/ owns it; the fetch path is above) ----
+
   /**
-   * Moves an active job to the DLQ in one script (`src/redis/lua/deadLetter-9.lua`).
+   * Moves an active job to the DLQ in one script (`src/redis/lua/deadLetter-16.lua`),
+   * which also does BullMQ's finalization for BullMQ's keys (the job's
+   * deduplication key, its flow parent) and writes BullMQ's `failed` event.
    * With `resendGuardMs`, a marker stays under the job's id that long, so that
    * an add of this id re-sent by the client after a reconnect is a no-op.
    */
@@ -352,21 +356,38 @@ export class JobMoves {
   ): Promise<DeadLetterResult> {
     const id = String(job.id);
     const key = this.jobKey(id);
+    const bull = this.keys;
     const reply = (await runScript(
       this.redis,
       'deadLetter',
       [
-        this.keys.active,
-        this.keys.stalled,
+        bull.active,
+        bull.stalled,
         key,
         `${key}:lock`,
         `${key}:logs`,
         this.rq.dead,
         this.rq.deadRecordPrefix + id,
         this.rq.deadSequence,
-        this.keys.events,
+        bull.events,
+        bull.meta,
+        bull.wait,
+        `${bull.prefix}paused`,
+        bull.marker,
+        bull.prioritized,
+        `${bull.prefix}pc`,
+        bull.delayed,
       ],
-      [token, id, serializeJobState(state), death, deadAt, expectedGeneration, resendGuardMs],
+      [
+        token,
+        id,
+        serializeJobState(state),
+        death,
+        deadAt,
+        expectedGeneration,
+        resendGuardMs,
+        bull.prefix,
+      ],
     )) as [number, (string | number)?, string?];
     if (reply[0] === 1) return { kind: 'moved', generation: String(reply[1]) };
     if (reply[0] === 3) return { kind: 'vanished' };
@@ -374,6 +395,8 @@ export class JobMoves {
       return { kind: 'occupied', generation: String(reply[1]), state: parseJobState(reply[2]) };
     return { kind: 'lock-lost' };
   }
+
+  // ---- end of the dead-letter move ----
 
   private jobKey(id: string): string {
     return this.keys.prefix + id;

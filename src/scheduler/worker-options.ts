@@ -9,7 +9,7 @@ import type { RetryPolicyInput } from '../policy/retry-policy.js';
 import type { RedisLike } from '../redis/connection.js';
 import type { Clock, Random } from '../util/system.js';
 import type { RequeueJob } from './attempt.js';
-import type { DeadJobRecord, Retention } from './dead-letter.js';
+import type { DeadJobRecord, Retention } from './dlq/dead-letter-queue.js';
 
 /** Options of {@link createWorker}. */
 export interface WorkerOptions<T = unknown> {

@@ -13,15 +13,16 @@ import { withDeadline } from '../util/lifecycle.js';
 import { systemClock, systemRandom, type Clock } from '../util/system.js';
 import { runAttempt, type Attempt, type AttemptContext, type Handler } from './attempt.js';
 import { announceTransition, BreakerGate, queueBreakerKey } from './breaker-gate.js';
-import { DeadLetterQueue } from './dead-letter.js';
+import { DeadLetterQueue } from './dlq/dead-letter-queue.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { ClockWatch, type ClockStatus } from './clock-watch.js';
+import { childFailure, processDeferredFailures } from './deferred-failure.js';
 import { FetchPause } from './fetch-pause.js';
 import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
-import { RetentionKeeper } from './retention-keeper.js';
+import { RetentionKeeper } from './dlq/retention-keeper.js';
 import { fetchOnRedisTime } from './redis-time-fetch.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
@@ -42,7 +43,7 @@ export { queueBreakerKey } from './breaker-gate.js';
 /**
  * A requeue worker: a BullMQ worker whose processor runs one attempt
  * (`attempt.ts`) and applies its outcome with one fenced move (`job-moves.ts`,
- * `dead-letterer.ts`), announcing it only once it is stored. This class wires
+ * `dlq/dead-letter-move.ts`), announcing it only once it is stored. This class wires
  * those parts together and owns the lifecycle.
  */
 export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<WorkerEvents> {
@@ -164,6 +165,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       maxStalledCount: 1_000_000,
     });
     fetchOnRedisTime(this.bull, this.clock);
+    processDeferredFailures(this.bull);
     this.moves = new JobMoves(redis, this.bull, name);
     this.fetch = new FetchPause(this.bull, this.clock, this.logger);
     const perJob = new JobOptions(options, this.policy, this.logger);
@@ -310,19 +312,29 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private process(job: Job, token: string | undefined): unknown {
     if (!token)
       throw new Error('requeue needs a lock token; sandboxed processors are not supported');
+    // A flow's parent whose child died with failParentOnFailure: dead-lettered, not run.
+    if (job.deferredFailure) return this.processChildFailure(job, token);
     // A first attempt has no stored state: no read, and no promise to wait on.
     if (!mayHaveState(job)) return runAttempt(this.attemptContext, job, token, firstLife);
     return this.processStored(job, token);
   }
 
   private async processStored(job: Job, token: string): Promise<unknown> {
-    let stored: StoredState;
+    return runAttempt(this.attemptContext, job, token, await this.load(job, token));
+  }
+
+  private async processChildFailure(job: Job, token: string): Promise<unknown> {
+    const stored = mayHaveState(job) ? await this.load(job, token) : firstLife;
+    return this.apply(job, token, childFailure(job, stored, this.clock.now()));
+  }
+
+  /** The job's stored state; a failed read leaves the job (see {@link leave}). */
+  private async load(job: Job, token: string): Promise<StoredState> {
     try {
-      stored = await this.moves.load(job, token);
+      return await this.moves.load(job, token);
     } catch (err) {
       throw this.leave(err, job);
     }
-    return runAttempt(this.attemptContext, job, token, stored);
   }
 
   /** Applies an attempt's outcome; returns what BullMQ completes the job with. */

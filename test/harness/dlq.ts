@@ -1,6 +1,6 @@
 import type { RedisClient } from '../../src/redis/connection.js';
 import { requeueKeys } from '../../src/redis/keys.js';
-import type { DeadJobRecord } from '../../src/scheduler/dead-letter.js';
+import type { DeadJobRecord } from '../../src/scheduler/dlq/dead-letter-queue.js';
 
 /**
  * Stores a dead record as the dead-letter script would (the job's hash,

@@ -9,7 +9,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import { parseJobState } from '../../src/policy/job-state.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler, type WorkerOptions } from '../../src/scheduler/worker.js';
 import type { RequeueJob } from '../../src/scheduler/attempt.js';

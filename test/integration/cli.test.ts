@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import { freePort } from '../../src/redis/redis-server.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue, type QueueCounts } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler } from '../../src/scheduler/worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';

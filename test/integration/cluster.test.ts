@@ -4,7 +4,7 @@ import { Redis, type Cluster } from 'ioredis';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { createCluster } from '../../src/redis/connection.js';
 import { bullPrefix, requeueKeys } from '../../src/redis/keys.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue, type QueueCounts } from '../../src/scheduler/queue.js';
 import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
 import { runTs, spawnTs, type CommandResult } from '../harness/child.js';

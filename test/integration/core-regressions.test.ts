@@ -11,7 +11,7 @@ import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { createRedis } from '../../src/redis/connection.js';
 import { startRedisServer } from '../../src/redis/redis-server.js';
-import { DeadLetterQueue, type DeadJobRecord } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue, type DeadJobRecord } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler, type WorkerOptions } from '../../src/scheduler/worker.js';
 import { onCleanup } from '../harness/cleanup.js';

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { parseJobState, type AttemptRecord } from '../../src/policy/job-state.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler } from '../../src/scheduler/worker.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { seedDead } from '../harness/dlq.js';
 import { cleanQueue, connect, startRedisServer, uniqueQueueName } from '../harness/redis.js';

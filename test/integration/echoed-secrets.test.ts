@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import type { RedisClient } from '../../src/redis/connection.js';
 import { requeueKeys } from '../../src/redis/keys.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
 import { startService, type RunningService } from '../../workers/service/service.js';

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { emptyJobState, parseJobState } from '../../src/policy/job-state.js';
 import { StoredResult } from '../../src/policy/outcome.js';
 import { requeueKeys } from '../../src/redis/keys.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import {
   BullWorker,
   bullKeys,

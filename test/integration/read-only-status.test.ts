@@ -7,7 +7,7 @@ import { BreakerStore, type BreakerStatus } from '../../src/redis/breaker-store.
 import { BudgetStore } from '../../src/redis/budget-store.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import { seedDead } from '../harness/dlq.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { runTs, type CommandResult } from '../harness/child.js';

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { bullPrefix } from '../../src/redis/keys.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { jobIdForKey, legacyJobIdForKey } from '../../src/scheduler/job-id.js';
 import { readLiveJob } from '../../src/scheduler/job-moves.js';
 import { createQueue } from '../../src/scheduler/queue.js';

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLogger } from '../../src/config/logger.js';
 import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
-import { DeadLetterQueue, type DeadJobRecord } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue, type DeadJobRecord } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { parseJobState, type AttemptRecord } from '../../src/policy/job-state.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import {

@@ -19,7 +19,7 @@ import { simulateContention } from '../../src/policy/simulate/contention.js';
 import { simulateOutage } from '../../src/policy/simulate/outage.js';
 import { ConfigError } from '../../src/errors/config-error.js';
 import { parseConfig } from '../../src/util/parse-config.js';
-import { retentionSchema } from '../../src/scheduler/dlq-retention.js';
+import { retentionSchema } from '../../src/scheduler/dlq/retention-pass.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import type { RequeueQueue } from '../../src/scheduler/queue.js';
 import { parseServiceConfig } from '../../workers/service/config.js';

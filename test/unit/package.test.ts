@@ -91,7 +91,7 @@ describe('the packed package', () => {
   it('ships a LICENSE, the built code and no source maps pointing at sources it lacks', () => {
     expect(files).toContain('LICENSE');
     expect(files).toContain('dist/src/cli/main.js');
-    expect(files).toContain('dist/src/redis/lua/deadLetter-9.lua');
+    expect(files).toContain('dist/src/redis/lua/deadLetter-16.lua');
     // The dashboard's files, served from the package by the service.
     for (const file of [
       'index.html',

@@ -4,7 +4,7 @@ import { formatZodError } from '../../src/config/env.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { parseRetryPolicy, type RetryPolicyInput } from '../../src/policy/retry-policy.js';
 import { resolveRedis, type RedisClient } from '../../src/redis/connection.js';
-import { DeadLetterQueue } from '../../src/scheduler/dead-letter.js';
+import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { TypedEmitter } from '../../src/scheduler/events.js';
 import { jobIdForKey, legacyJobIdForKey } from '../../src/scheduler/job-id.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';

@@ -4,7 +4,7 @@ import {
   DeadLetterQueue,
   type DeadJobFilter,
   type DeadJobRecord,
-} from '../../scheduler/dead-letter.js';
+} from '../../scheduler/dlq/dead-letter-queue.js';
 import { CliUsageError, parseNumberFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { ProgressBar } from '../progress.js';

@@ -6,7 +6,11 @@
   earlier encoding: src/scheduler/job-id.ts); if that is taken (the key was
   re-used; a keyless death's marker does not count), under the fresh id the
   caller gave, history kept. The record's hash becomes the job's hash again (renamed), its
-  life counter goes up and the attempts start again.
+  life counter goes up and the attempts start again. A flow's child takes
+  its place among its parent's dependencies again, as BullMQ's retry of a
+  failed child does (its `moveChildBackToParentDependencies`), under the id
+  it comes back with: a parent still waiting for it completes when it does.
+  A parent that died for its child waits for its children again.
 
   KEYS[1] DLQ index   KEYS[2] wait list   KEYS[3] meta   KEYS[4] active list
   KEYS[5] marker      KEYS[6] events stream
@@ -44,10 +48,38 @@ for i = 4, #ARGV, 4 do
         'stacktrace', 'returnvalue', 'pb', 'stc')
       rcall('HSET', jobKey, 'timestamp', ARGV[3], 'delay', 0, 'rqo', rcall('HGET', jobKey, 'ats') or 0)
       rcall('HINCRBY', jobKey, 'rql', 1)
+      local parentKey = rcall('HGET', jobKey, 'parentKey')
+      if parentKey then
+        local childKey = ARGV[2] .. id
+        local deps = parentKey .. ':dependencies'
+        -- Still a dependency (no failure option: the parent kept waiting), or
+        -- recorded by the parent as failed or ignored. Unlike BullMQ, also when
+        -- the parent's hash is gone: a parent dead-lettered for this child
+        -- keeps its dependency keys, and once this child completes, the
+        -- parent's own replay finds it done.
+        local back = rcall('SREM', deps, childKey)
+          + rcall('ZREM', parentKey .. ':unsuccessful', childKey)
+          + rcall('HDEL', parentKey .. ':failed', childKey)
+        if back > 0 then rcall('SADD', deps, jobKey) end
+      end
       rcall('ZREM', KEYS[1], id)
-      rcall('LPUSH', KEYS[2], target)
-      rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting', 'jobId', target)
-      added = true
+      -- A flow's parent that died for a child (failParentOnFailure) waits for
+      -- its children again, as BullMQ adds a parent: its failed children are
+      -- its dependencies again, to be replayed. (BullMQ would not complete a
+      -- parent with failed children: it would fail it.)
+      local failedChildren = target == id and rcall('ZRANGE', jobKey .. ':unsuccessful', 0, -1) or {}
+      if #failedChildren > 0 then
+        for _, child in ipairs(failedChildren) do rcall('SADD', jobKey .. ':dependencies', child) end
+        rcall('DEL', jobKey .. ':unsuccessful')
+      end
+      if #failedChildren > 0 and rcall('SCARD', jobKey .. ':dependencies') > 0 then
+        rcall('ZADD', ARGV[2] .. 'waiting-children', ARGV[3], target)
+        rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting-children', 'jobId', target)
+      else
+        rcall('LPUSH', KEYS[2], target)
+        rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting', 'jobId', target)
+        added = true
+      end
     end
   end
   out[#out + 1] = id

@@ -12,7 +12,7 @@ import {
   DeadLetterQueue,
   type DeadJobFilter,
   type DeadJobRecord,
-} from '../../../src/scheduler/dead-letter.js';
+} from '../../../src/scheduler/dlq/dead-letter-queue.js';
 import type { RequeueQueue } from '../../../src/scheduler/queue.js';
 import { defaultSecretHeaders, redactValue } from '../../../src/util/redact.js';
 import { systemClock, type Clock } from '../../../src/util/system.js';

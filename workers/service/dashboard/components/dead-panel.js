@@ -16,6 +16,7 @@ export const deadReasons = [
   'budget-exhausted',
   'endpoint-disabled',
   'max-deferrals',
+  'child-failed',
 ];
 
 export function DeadPanel({ queue, tick, onError, ask, refresh }) {

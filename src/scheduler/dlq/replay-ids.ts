@@ -1,15 +1,8 @@
-import type { RedisClient } from '../redis/connection.js';
-import { isObject, parseJson } from '../util/json.js';
-import { newJobId } from '../util/system.js';
-import { keepsItsId, replayIdFor } from './job-id.js';
-import type { ReplayRef } from './job-moves.js';
-
-/** The idempotency key in a job's options (`opts.rq.key`, parsed or as stored), if any. */
-export function metaKey(opts: unknown): string | undefined {
-  const parsed = typeof opts === 'string' ? parseJson(opts) : opts;
-  const key = isObject(parsed) && isObject(parsed.rq) ? parsed.rq.key : undefined;
-  return typeof key === 'string' ? key : undefined;
-}
+import type { RedisClient } from '../../redis/connection.js';
+import { newJobId } from '../../util/system.js';
+import { keepsItsId, replayIdFor } from '../job-id.js';
+import type { ReplayRef } from '../job-moves.js';
+import { metaKey } from './dead-record.js';
 
 /**
  * The ids a replay gives dead records ({@link replayIdFor}), each with a

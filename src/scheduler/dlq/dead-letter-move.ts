@@ -1,10 +1,11 @@
 import type { Job } from 'bullmq';
-import type { Logger } from '../config/logger.js';
-import { changeState, type JobState } from '../policy/job-state.js';
-import type { Attempt } from './attempt.js';
-import type { DeadJobRecord, DeadLetterQueue } from './dead-letter.js';
-import type { TypedEmitter, WorkerEvents } from './events.js';
-import type { JobMoves } from './job-moves.js';
+import type { Logger } from '../../config/logger.js';
+import { changeState, type JobState } from '../../policy/job-state.js';
+import type { Attempt } from '../attempt.js';
+import type { DeadJobRecord } from './dead-record.js';
+import type { DeadLetterQueue } from './dead-letter-queue.js';
+import type { TypedEmitter, WorkerEvents } from '../events.js';
+import type { JobMoves } from '../job-moves.js';
 
 /** What {@link deadLetter} needs from its worker. */
 export interface DeadLetterContext {

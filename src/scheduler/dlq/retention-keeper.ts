@@ -1,6 +1,6 @@
-import type { Logger } from '../config/logger.js';
-import type { Clock } from '../util/system.js';
-import type { RetentionPass } from './dlq-retention.js';
+import type { Logger } from '../../config/logger.js';
+import type { Clock } from '../../util/system.js';
+import type { RetentionPass } from './retention-pass.js';
 
 /** A timer that can be cancelled. */
 export interface Timer {

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import type { Logger } from '../config/logger.js';
-import { limits } from '../policy/limits.js';
-import type { RedisClient } from '../redis/connection.js';
-import { runScript } from '../redis/scripts.js';
-import { newJobId, type Clock } from '../util/system.js';
+import type { Logger } from '../../config/logger.js';
+import { limits } from '../../policy/limits.js';
+import type { RedisClient } from '../../redis/connection.js';
+import { runScript } from '../../redis/scripts.js';
+import { newJobId, type Clock } from '../../util/system.js';
 
 /** Retention of dead jobs, like Sidekiq's dead set. */
 export const retentionSchema = z
