@@ -10,9 +10,9 @@ import { spawnSync } from 'node:child_process';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import type * as Contention from '../src/policy/simulate/contention.js';
+import type * as Contention from '../src/simulate/contention.js';
 import type * as Policy from '../src/policy/retry-policy.js';
-import type { SimStrategy } from '../src/policy/simulate/sim-strategy.js';
+import type { SimStrategy } from '../src/simulate/sim-strategy.js';
 import { writeResultsSection } from './support/results-file.js';
 import { median } from './support/stats.js';
 
@@ -73,7 +73,7 @@ for (let i = 0; i < repeats; i++) {
 // Events per second, in-process (no start-up), measured on the built code the CLI runs
 // (not through tsx's loader): the best of a few runs.
 const { simulateContention } = (await import(
-  '../dist/src/policy/simulate/contention.js' as string
+  '../dist/src/simulate/contention.js' as string
 )) as typeof Contention;
 const { retryPolicySchema } = (await import(
   '../dist/src/policy/retry-policy.js' as string

@@ -1,6 +1,6 @@
 import type { TopLevelSpec } from 'vega-lite';
-import type { ContentionParams, ContentionResult } from '../policy/simulate/contention.js';
-import type { OutageParams, OutageResult } from '../policy/simulate/outage.js';
+import type { ContentionParams, ContentionResult } from '../simulate/contention.js';
+import type { OutageParams, OutageResult } from '../simulate/outage.js';
 import { plotPackages, requireOptional } from '../util/optional-deps.js';
 
 /**

@@ -2,15 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
 import { retryPolicySchema } from '../../src/policy/retry-policy.js';
-import { simulateContention, type ContentionParams } from '../../src/policy/simulate/contention.js';
-import { EventQueue } from '../../src/policy/simulate/event-queue.js';
+import { simulateContention, type ContentionParams } from '../../src/simulate/contention.js';
+import { EventQueue } from '../../src/simulate/event-queue.js';
 import {
   recoverySecond,
   serverLatencyMs,
   simulateOutage,
   type OutageParams,
   type SecondStats,
-} from '../../src/policy/simulate/outage.js';
+} from '../../src/simulate/outage.js';
 import { seededRandom } from '../../src/util/random.js';
 
 const contention: ContentionParams = {

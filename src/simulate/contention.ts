@@ -1,6 +1,6 @@
-import { standardNormal } from '../../util/random.js';
-import type { Random } from '../../util/system.js';
-import type { RetryPolicy } from '../retry-policy.js';
+import { standardNormal } from '../util/random.js';
+import type { Random } from '../util/system.js';
+import type { RetryPolicy } from '../policy/retry-policy.js';
 import { EventQueue } from './event-queue.js';
 import { policyFor, retryDelay, streamRandom, type SimStrategy } from './sim-strategy.js';
 import { checkContentionWork } from './work-bound.js';

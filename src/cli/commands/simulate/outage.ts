@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { parseBreakerOptions } from '../../../policy/breaker/breaker-options.js';
+import { parseBudgetOptions } from '../../../policy/budget/budget-options.js';
+import type { RetryPolicy } from '../../../policy/retry-policy.js';
+import { simulateOutage, type OutageParams } from '../../../simulate/outage.js';
+import { checkOutageWork } from '../../../simulate/work-bound.js';
+import type { SimStrategy } from '../../../simulate/sim-strategy.js';
+import { flagOf } from '../plan.js';
+import { jsonFlag, numberFlag, parseScenarioFlags } from './flags.js';
+import { outageJson, outageTable } from './outage-report.js';
+import { policyFlags, policyFrom } from './policy-flags.js';
+import type { ScenarioRun } from './scenario.js';
+
+/** The clients' backoff options: seed 004's. */
+const policyDefaults: Partial<RetryPolicy> = {
+  baseMs: 100,
+  capMs: 300_000,
+  factor: 2.718,
+  jitter: 0.1,
+};
+
+const maxDurationMs = 3_600_000;
+
+/** `--scenario outage`'s flags. */
+export const outageFlags = z
+  .object({
+    clients: numberFlag('clients', 1000, { integer: true, min: 1, max: 200_000 }),
+    meanGapMs: numberFlag("mean gap between a client's requests", 10_000, { above: 0 }),
+    timeoutMs: numberFlag('client timeout', 2000, { above: 0 }),
+    backlog: numberFlag('connections a stopped server queues', 1024, { integer: true, min: 0 }),
+    stopAtMs: numberFlag('when the server stops', 15_000, { min: 0 }),
+    stopForMs: numberFlag('for how long', 20_000, { min: 0 }),
+    durationMs: numberFlag("the run's length", 180_000, { min: 1000, max: maxDurationMs }),
+    minDelayMs: numberFlag('server latency under the limit', 100, { above: 0 }),
+    concurrencyLimit: numberFlag('concurrency the server takes at min delay', 30, {
+      integer: true,
+      min: 0,
+    }),
+    latencyFactor: numberFlag('latency growth beyond the limit', 1.05, { min: 1 }),
+    latencyK: numberFlag('extra requests per factor of latency', 15, { above: 0 }),
+    breaker: jsonFlag('--breaker', "the workers' circuit breaker options, e.g. '{}'", (input) =>
+      parseBreakerOptions(input),
+    ),
+    budget: jsonFlag('--budget', "the workers' retry budget options, e.g. '{}'", (input) =>
+      parseBudgetOptions(input),
+    ),
+    ...policyFlags(policyDefaults),
+  })
+  .superRefine((f, ctx) => {
+    if (f.stopAtMs + f.stopForMs >= f.durationMs)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['durationMs'],
+        message: `must be longer than --stop-at-ms + --stop-for-ms (${f.stopAtMs + f.stopForMs}), got ${f.durationMs}`,
+      });
+  });
+
+/** Runs `--scenario outage` from its flags. */
+export function runOutage(
+  flags: Record<string, unknown>,
+  seed: number,
+  strategies: SimStrategy[],
+  json: boolean,
+): ScenarioRun {
+  const f = parseScenarioFlags(outageFlags, flags);
+  const params: OutageParams = {
+    clients: f.clients,
+    seed,
+    meanGapMs: f.meanGapMs,
+    timeoutMs: f.timeoutMs,
+    stopAtMs: f.stopAtMs,
+    stopForMs: f.stopForMs,
+    durationMs: f.durationMs,
+    server: {
+      minDelayMs: f.minDelayMs,
+      concurrencyLimit: f.concurrencyLimit,
+      latencyFactor: f.latencyFactor,
+      latencyK: f.latencyK,
+      backlog: f.backlog,
+    },
+    policy: policyFrom(f, policyDefaults),
+    breaker: f.breaker,
+    budget: f.budget,
+  };
+  checkOutageWork(params, strategies.length, flagOf);
+  const results = simulateOutage(strategies, params);
+  return {
+    output: json ? outageJson(params, results) : outageTable(params, results),
+    svg: async () => (await import('../../simulate-svg.js')).outageSvg(params, results),
+  };
+}
