@@ -86,7 +86,8 @@ describe('requeue simulate --json', () => {
       clients: 200,
       meanGapMs: 10_000,
       timeoutMs: 2000,
-      backlog: 1024,
+      backlog: 4097,
+      client: 'requeue',
       stopAtMs: 15_000,
       stopForMs: 20_000,
       durationMs: 50_000,
@@ -113,11 +114,16 @@ describe('requeue simulate --json', () => {
         'strategy',
         'recovered',
         'recoveryMs',
+        'serverRecovered',
+        'serverRecoveryMs',
         'peakConcurrency',
         'perSecond',
       ]);
       expect(typeof s.recovered).toBe('boolean');
       expect(s.recovered ? typeof s.recoveryMs : s.recoveryMs).toBe(s.recovered ? 'number' : null);
+      expect(s.serverRecovered ? typeof s.serverRecoveryMs : s.serverRecoveryMs).toBe(
+        s.serverRecovered ? 'number' : null,
+      );
       const seconds = s.perSecond as Record<string, number>[];
       expect(seconds).toHaveLength(50);
       expect(Object.keys(seconds[0]!)).toEqual(['t', 'ok', 'errors', 'timeouts', 'concurrency']);
@@ -139,6 +145,43 @@ describe('requeue simulate --json', () => {
     const { params } = JSON.parse(out) as { params: Record<string, Record<string, unknown>> };
     expect(params.breaker).toMatchObject({ openMs: 5000, failureRate: 0.5, minimumRequests: 10 });
     expect(params.budget).toMatchObject({ kind: 'token-bucket', capacity: 100, timeoutCost: 10 });
+  });
+});
+
+describe('requeue simulate --client seed004', () => {
+  it("runs client.go's two strategies by default, with its factor; the server is back 3 s after the resume", async () => {
+    const { code, stdout: out } = await simulate(
+      '--scenario',
+      'outage',
+      '--client',
+      'seed004',
+      '--json',
+    );
+    expect(code).toBe(0);
+    const result = JSON.parse(out) as {
+      params: Record<string, unknown>;
+      strategies: Record<string, unknown>[];
+    };
+    expect(result.params).toMatchObject({ client: 'seed004', factor: 2.71828, backlog: 4097 });
+    expect(
+      result.strategies.map((s) => [s.strategy, s.serverRecovered, s.serverRecoveryMs]),
+    ).toEqual([
+      ['fixed', false, null],
+      ['exponential', true, 3000],
+    ]);
+  });
+
+  it('the table says which client ran and when the server was back', async () => {
+    const { code, stdout: out } = await simulate(
+      ...quickOutage,
+      '--client',
+      'seed004',
+      '--strategies',
+      'exponential',
+    );
+    expect(code).toBe(0);
+    expect(out).toMatch(/^client seed004: client\.go's rule/m);
+    expect(out).toMatch(/^strategy\s+recovered\s+after\s+peak conc.*\s+server back$/m);
   });
 });
 
@@ -223,6 +266,20 @@ describe('requeue simulate: bad flags', () => {
     ],
     [['--scenario', 'outage', '--duration-ms', '30000'], /^requeue: --duration-ms: must be longer/],
     [['--scenario', 'outage', '--mean-gap-ms', '0'], /^requeue: --mean-gap-ms: must be > 0/],
+    [
+      ['--scenario', 'outage', '--client', 'go'],
+      /^requeue: --client: expected one of requeue, seed004, got "go"/,
+    ],
+    [
+      ['--scenario', 'outage', '--client', 'seed004', '--strategies', 'fixed,full-jitter'],
+      /^requeue: --strategies: --client seed004 retries by fixed or exponential only, got "full-jitter"/,
+    ],
+    [
+      ['--scenario', 'contention', '--client', 'seed004'],
+      /^requeue: --client: only for --scenario outage/,
+    ],
+    [['--scenario', 'outage', '--backlog', '-1'], /^requeue: --backlog: must be ≥ 0, got -1/],
+    [['--scenario', 'outage', '--backlog', '1.5'], /^requeue: --backlog: expected an integer/],
   ])('%j → exit 2, one line naming the flag', async (args, message) => {
     const { code, stdout: out, stderr: err } = await simulate(...(args as string[]));
     expect(code).toBe(2);

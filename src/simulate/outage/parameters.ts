@@ -26,7 +26,21 @@ export interface OutageParams {
   breaker?: BreakerOptions | undefined;
   /** The fleet's retry budget (the workers' options), if any. */
   budget?: BudgetOptions | undefined;
+  /**
+   * How a client picks its retry delay: `requeue` by the workers' strategy
+   * functions (retry index 0 first, the chain starting at `baseMs`);
+   * `seed004` by seed 004's client.go, exactly (see {@link seed004Delay}).
+   * @defaultValue `'requeue'`
+   */
+  client?: OutageClient | undefined;
 }
+
+/** The clients an outage can run. */
+export const outageClients = ['requeue', 'seed004'] as const;
+export type OutageClient = (typeof outageClients)[number];
+
+/** The strategies seed 004's client has: `-exponential-backoff`, or its simple (fixed) delay. */
+export const seed004Strategies = ['fixed', 'exponential'] as const;
 
 /** One second of a run. */
 export interface SecondStats {
@@ -52,6 +66,14 @@ export interface OutageResult {
   recovered: boolean;
   /** From the resume to the start of those 10 s; null if never. */
   recoveryMs: number | null;
+  /**
+   * Whether the server itself came back: its concurrency at or under its
+   * limit (so its latency at its floor) for {@link serverRecoveryWindowS}
+   * seconds in a row after the resume, whatever the clients' rate.
+   */
+  serverRecovered: boolean;
+  /** From the resume to the start of those seconds; null if never. */
+  serverRecoveryMs: number | null;
   peakConcurrency: number;
   perSecond: SecondStats[];
   /** Successes per second before the outage (the reference for recovery). */
@@ -67,3 +89,5 @@ export interface OutageResult {
 /** How many seconds in a row must look healthy, and how healthy. */
 export const recoveryWindowS = 10;
 export const recoveryOkFraction = 0.9;
+/** How many seconds in a row the server must look healthy. */
+export const serverRecoveryWindowS = 5;

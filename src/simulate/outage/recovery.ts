@@ -1,6 +1,7 @@
 import {
   recoveryOkFraction,
   recoveryWindowS,
+  serverRecoveryWindowS,
   type OutageParams,
   type SecondStats,
 } from './parameters.js';
@@ -41,6 +42,26 @@ export function recoverySecond(
       s.ok >= recoveryOkFraction * baseline && s.concurrency <= params.server.concurrencyLimit;
     streak = healthy ? streak + 1 : 0;
     if (streak === recoveryWindowS) return t - recoveryWindowS + 1;
+  }
+  return undefined;
+}
+
+/**
+ * The first second, at or after the resume, that starts
+ * {@link serverRecoveryWindowS} seconds in a row with the server's
+ * concurrency at or under its limit: its latency is then at its floor
+ * (`minDelayMs`), whether or not the clients have come back; undefined if
+ * the run ends first.
+ */
+export function serverRecoverySecond(
+  perSecond: readonly SecondStats[],
+  params: OutageParams,
+): number | undefined {
+  const first = Math.ceil((params.stopAtMs + params.stopForMs) / 1000);
+  let streak = 0;
+  for (let t = first; t < perSecond.length; t++) {
+    streak = perSecond[t]!.concurrency <= params.server.concurrencyLimit ? streak + 1 : 0;
+    if (streak === serverRecoveryWindowS) return t - serverRecoveryWindowS + 1;
   }
   return undefined;
 }

@@ -4,7 +4,13 @@ import { EventQueue } from '../event-queue.js';
 import { policyFor, retryDelay, streamRandom, type SimStrategy } from '../sim-strategy.js';
 import { admitted, deadLetter, FleetGuards } from './guards.js';
 import type { OutageParams, OutageResult, SecondStats } from './parameters.js';
-import { baselineOkPerSecond, recoverySecond, sinceResumeMs } from './recovery.js';
+import {
+  baselineOkPerSecond,
+  recoverySecond,
+  serverRecoverySecond,
+  sinceResumeMs,
+} from './recovery.js';
+import { seed004Delay } from './seed004-client.js';
 import { OutageServer } from './server.js';
 
 // The agenda's event kinds.
@@ -29,6 +35,8 @@ export class OutageRun {
   private readonly retries: Int32Array;
   private readonly attempts: Int32Array;
   private readonly previous: Float64Array;
+  private readonly lastSleep: Float64Array;
+  private readonly seed004: boolean;
   // Seconds.
   private readonly seconds: number;
   private readonly ok: Int32Array;
@@ -62,6 +70,8 @@ export class OutageRun {
     this.retries = new Int32Array(n);
     this.attempts = new Int32Array(n);
     this.previous = new Float64Array(n).fill(NaN);
+    this.lastSleep = new Float64Array(n);
+    this.seed004 = params.client === 'seed004';
     this.seconds = Math.ceil(params.durationMs / 1000);
     this.ok = new Int32Array(this.seconds);
     this.errors = new Int32Array(this.seconds);
@@ -74,7 +84,7 @@ export class OutageRun {
     for (let s = 0; s < this.seconds; s++) queue.push(s * 1000, tick, s, 0);
     queue.push(params.stopAtMs, stop, 0, 0);
     queue.push(params.stopAtMs + params.stopForMs, resume, 0, 0);
-    for (let client = 0; client < params.clients; client++) queue.push(this.gap(), send, client, 0);
+    for (let client = 0; client < params.clients; client++) this.sleepGap(client, 0);
     while (queue.pop()) {
       const now = queue.time;
       if (now >= params.durationMs) break;
@@ -96,7 +106,7 @@ export class OutageRun {
           server.stop(now);
           break;
         case resume:
-          server.resume(now);
+          this.calls += server.resume(now);
           this.noteConcurrency(now);
           break;
         case tick:
@@ -136,14 +146,12 @@ export class OutageRun {
   private failed(client: number, now: number): void {
     this.guards.timedOut(client, now);
     const retry = this.retries[client]!;
-    const wanted = retryDelay(
-      this.strategy,
+    const delayMs = this.guards.grantRetry(
+      client,
+      this.wantedDelay(client, retry),
       this.policy,
-      retry,
-      this.previous[client]!,
-      this.backoff,
+      now,
     );
-    const delayMs = this.guards.grantRetry(client, wanted, this.policy, now);
     if (delayMs === deadLetter) {
       this.deadLettered++;
       this.restart(client, now);
@@ -154,13 +162,29 @@ export class OutageRun {
     this.queue.push(now + delayMs, send, client, 0);
   }
 
+  /** The delay the client's rule wants before retry `retry`. */
+  private wantedDelay(client: number, retry: number): number {
+    if (!this.seed004)
+      return retryDelay(this.strategy, this.policy, retry, this.previous[client]!, this.backoff);
+    const raw = seed004Delay(this.strategy, this.policy, this.lastSleep[client]!, this.backoff);
+    this.lastSleep[client] = raw;
+    return Math.max(0, raw);
+  }
+
   /** The request is over (answered or given up): the client's next one follows a random gap. */
   private restart(client: number, now: number): void {
     this.retries[client] = 0;
     this.attempts[client] = 0;
     this.previous[client] = NaN;
     this.guards.reset(client);
-    this.queue.push(now + this.gap(), send, client, 0);
+    this.sleepGap(client, now);
+  }
+
+  /** The client thinks for a random gap, then sends (seed 004's client remembers the gap). */
+  private sleepGap(client: number, now: number): void {
+    const gap = this.gap();
+    this.lastSleep[client] = gap;
+    this.queue.push(now + gap, send, client, 0);
   }
 
   private noteConcurrency(now: number): void {
@@ -188,10 +212,13 @@ export class OutageRun {
     const { params } = this;
     const baseline = baselineOkPerSecond(perSecond, params);
     const recoveryMs = sinceResumeMs(recoverySecond(perSecond, params, baseline), params);
+    const serverRecoveryMs = sinceResumeMs(serverRecoverySecond(perSecond, params), params);
     return {
       strategy: this.strategy,
       recovered: recoveryMs !== null,
       recoveryMs,
+      serverRecovered: serverRecoveryMs !== null,
+      serverRecoveryMs,
       peakConcurrency: this.peak,
       perSecond,
       baselineOkPerSecond: baseline,

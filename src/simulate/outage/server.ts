@@ -36,6 +36,15 @@ export class ServerQueue {
   }
 }
 
+/**
+ * How long a connection the full backlog did not take keeps trying: the
+ * kernel retries the SYN (1 s, 3 s, 7 s … for 127 s at Linux's
+ * `tcp_syn_retries` 6) and Go keeps dialling after the request is cancelled,
+ * up to its DefaultTransport's 30 s dial timeout. Such a connection lands
+ * when the server resumes, if that is within this long of its first SYN.
+ */
+export const dialTimeoutMs = 30_000;
+
 /** Called for each request the server answers: its client and the request's number. */
 export type Answer = (client: number, seq: number, now: number) => void;
 
@@ -43,7 +52,9 @@ export type Answer = (client: number, seq: number, now: number) => void;
  * Seed 004's server in virtual time: every request it accepts runs at once
  * (no limit on handlers), all of them slower as the concurrency grows, and
  * it finishes work whose client gave up. Stopped, it runs nothing and its
- * clock stands still; connections wait in its listen backlog. It asks the
+ * clock stands still; connections wait in its listen backlog, and those the
+ * full backlog refused keep dialling and land at once on resume
+ * ({@link dialTimeoutMs}). It asks the
  * agenda for a `checkKind` event when the oldest request's answer is due.
  */
 export class OutageServer {
@@ -54,6 +65,8 @@ export class OutageServer {
   private backlogged = 0;
   private checkGeneration = 0;
   private checkAt = Infinity;
+  // Connections dialling while the backlog is full.
+  private dialing: number[] = [];
 
   constructor(
     private readonly model: ServerModel,
@@ -74,14 +87,27 @@ export class OutageServer {
     this.checkAt = Infinity;
   }
 
-  resume(now: number): void {
+  /** Resumes: the backlog starts, then every connection still dialling lands; returns how many did. */
+  resume(now: number): number {
     this.pausedMs += now - this.stoppedAt;
     this.running = true;
     this.backlogged = 0;
+    const dialing = this.dialing;
+    let landed = 0;
+    for (let i = 0; i < dialing.length; i += 3) {
+      if (now - dialing[i + 2]! > dialTimeoutMs) continue;
+      this.queue.push(dialing[i]!, dialing[i + 1]!, now - this.pausedMs);
+      landed++;
+    }
+    this.dialing = [];
     this.scheduleCheck(now);
+    return landed;
   }
 
-  /** A request arrives: it starts (true), waits in the backlog (true), or is not accepted (false). */
+  /**
+   * A request arrives: it starts or waits in the backlog (true), or meets a
+   * full backlog and keeps dialling until the resume (false).
+   */
   arrive(client: number, seq: number, now: number): boolean {
     if (this.running) {
       this.queue.push(client, seq, now - this.pausedMs);
@@ -93,6 +119,7 @@ export class OutageServer {
       this.queue.push(client, seq, this.stoppedAt - this.pausedMs);
       return true;
     }
+    this.dialing.push(client, seq, now);
     return false;
   }
 

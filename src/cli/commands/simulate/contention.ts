@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { RetryPolicy } from '../../../policy/retry-policy.js';
 import { simulateContention, type ContentionParams } from '../../../simulate/contention.js';
 import { checkContentionWork } from '../../../simulate/work-bound.js';
-import type { SimStrategy } from '../../../simulate/sim-strategy.js';
+import { simStrategies, type SimStrategy } from '../../../simulate/sim-strategy.js';
 import { flagOf } from '../plan.js';
 import { contentionJson, contentionTable } from './contention-report.js';
 import { numberFlag, parseScenarioFlags } from './flags.js';
@@ -25,9 +25,10 @@ export const contentionFlags = z.object({
 export function runContention(
   flags: Record<string, unknown>,
   seed: number,
-  strategies: SimStrategy[],
+  chosen: SimStrategy[] | undefined,
   json: boolean,
 ): ScenarioRun {
+  const strategies = chosen ?? [...simStrategies];
   const { clients, trials, netMeanMs, netSdMs, ...policy } = parseScenarioFlags(
     contentionFlags,
     flags,

@@ -1,6 +1,7 @@
 import {
   recoveryOkFraction,
   recoveryWindowS,
+  serverRecoveryWindowS,
   type OutageParams,
   type OutageResult,
 } from '../../../simulate/outage.js';
@@ -14,6 +15,7 @@ function outageParamsJson(params: OutageParams) {
   const { clients, seed, meanGapMs, timeoutMs, stopAtMs, stopForMs, durationMs, server } = params;
   return {
     clients,
+    client: params.client ?? 'requeue',
     seed,
     meanGapMs,
     timeoutMs,
@@ -37,6 +39,8 @@ export function outageJson(params: OutageParams, results: OutageResult[]): strin
         strategy: r.strategy,
         recovered: r.recovered,
         recoveryMs: r.recoveryMs,
+        serverRecovered: r.serverRecovered,
+        serverRecoveryMs: r.serverRecoveryMs,
         peakConcurrency: r.peakConcurrency,
         perSecond: r.perSecond,
       })),
@@ -60,6 +64,10 @@ export function outageTable(params: OutageParams, results: OutageResult[]): stri
       `stopped at ${formatMs(stopAtMs)} for ${formatMs(stopForMs)}, run ${formatMs(durationMs)}; ` +
       `backoff baseMs=${policy.baseMs} capMs=${policy.capMs} factor=${policy.factor} jitter=${policy.jitter}`,
   ];
+  if (params.client === 'seed004')
+    lines.push(
+      "client seed004: client.go's rule, the backoff chain starting from the think gap before the failed request, jitter absolute (× 1 s)",
+    );
   if (extras.length > 0) lines.push(`with ${extras.join(' and ')}`);
   const rows = results.map((r) => {
     const last = r.perSecond.slice(-recoveryWindowS);
@@ -73,6 +81,7 @@ export function outageTable(params: OutageParams, results: OutageResult[]): stri
       String(sum(r.perSecond.map((s) => s.timeouts))),
       String(sum(r.perSecond.map((s) => s.errors))),
       String(r.calls),
+      r.serverRecoveryMs === null ? '-' : formatMs(r.serverRecoveryMs),
     ];
   });
   lines.push(
@@ -87,13 +96,15 @@ export function outageTable(params: OutageParams, results: OutageResult[]): stri
         'timeouts',
         'refused',
         'calls',
+        'server back',
       ],
       rows,
     ).trimEnd(),
   );
   lines.push(
     `recovered: ok/s ≥ ${recoveryOkFraction * 100}% of before and concurrency ≤ ${server.concurrencyLimit} for ${recoveryWindowS}s in a row; ` +
-      `"after" counts from the resume; "refused": requests the breaker turned away`,
+      `"after" counts from the resume; "refused": requests the breaker turned away; ` +
+      `"server back": concurrency ≤ ${server.concurrencyLimit} (latency at its ${server.minDelayMs}ms floor) for ${serverRecoveryWindowS}s in a row, from the resume`,
   );
   lines.push('', ...timeline(params, results));
   return `${lines.join('\n')}\n`;

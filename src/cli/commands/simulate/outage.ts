@@ -2,11 +2,17 @@ import { z } from 'zod';
 import { parseBreakerOptions } from '../../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../../policy/budget/budget-options.js';
 import type { RetryPolicy } from '../../../policy/retry-policy.js';
-import { simulateOutage, type OutageParams } from '../../../simulate/outage.js';
+import {
+  outageClients,
+  seed004Strategies,
+  simulateOutage,
+  type OutageParams,
+} from '../../../simulate/outage.js';
+import { CliUsageError } from '../../cli-error.js';
 import { checkOutageWork } from '../../../simulate/work-bound.js';
-import type { SimStrategy } from '../../../simulate/sim-strategy.js';
+import { simStrategies, type SimStrategy } from '../../../simulate/sim-strategy.js';
 import { flagOf } from '../plan.js';
-import { jsonFlag, numberFlag, parseScenarioFlags } from './flags.js';
+import { choiceFlag, jsonFlag, numberFlag, parseScenarioFlags } from './flags.js';
 import { outageJson, outageTable } from './outage-report.js';
 import { policyFlags, policyFrom } from './policy-flags.js';
 import type { ScenarioRun } from './scenario.js';
@@ -18,6 +24,15 @@ const policyDefaults: Partial<RetryPolicy> = {
   factor: 2.718,
   jitter: 0.1,
 };
+/** …and with `--client seed004`, client.go's constants exactly (expFactor 2.71828). */
+const seed004Defaults: Partial<RetryPolicy> = { ...policyDefaults, factor: 2.71828 };
+
+/**
+ * The default listen backlog: today's Linux, where Go's `Listen` asks for
+ * `net.core.somaxconn` (4096 since Linux 5.4) and the kernel queues one more
+ * connection than that. Seed 004's era (2015) had 128: `--backlog 129`.
+ */
+export const defaultBacklog = 4097;
 
 const maxDurationMs = 3_600_000;
 
@@ -27,7 +42,16 @@ export const outageFlags = z
     clients: numberFlag('clients', 1000, { integer: true, min: 1, max: 200_000 }),
     meanGapMs: numberFlag("mean gap between a client's requests", 10_000, { above: 0 }),
     timeoutMs: numberFlag('client timeout', 2000, { above: 0 }),
-    backlog: numberFlag('connections a stopped server queues', 1024, { integer: true, min: 0 }),
+    backlog: numberFlag(
+      "connections a stopped server queues (Linux's somaxconn 4096, plus one); beyond, they keep dialling and land on resume",
+      defaultBacklog,
+      { integer: true, min: 0 },
+    ),
+    client: choiceFlag(
+      "how clients retry: requeue's strategies, or seed004's client.go exactly (fixed, exponential)",
+      outageClients,
+      'requeue',
+    ),
     stopAtMs: numberFlag('when the server stops', 15_000, { min: 0 }),
     stopForMs: numberFlag('for how long', 20_000, { min: 0 }),
     durationMs: numberFlag("the run's length", 180_000, { min: 1000, max: maxDurationMs }),
@@ -59,10 +83,11 @@ export const outageFlags = z
 export function runOutage(
   flags: Record<string, unknown>,
   seed: number,
-  strategies: SimStrategy[],
+  chosen: SimStrategy[] | undefined,
   json: boolean,
 ): ScenarioRun {
   const f = parseScenarioFlags(outageFlags, flags);
+  const strategies = outageStrategies(f.client, chosen);
   const params: OutageParams = {
     clients: f.clients,
     seed,
@@ -78,9 +103,10 @@ export function runOutage(
       latencyK: f.latencyK,
       backlog: f.backlog,
     },
-    policy: policyFrom(f, policyDefaults),
+    policy: policyFrom(f, f.client === 'seed004' ? seed004Defaults : policyDefaults),
     breaker: f.breaker,
     budget: f.budget,
+    client: f.client,
   };
   checkOutageWork(params, strategies.length, flagOf);
   const results = simulateOutage(strategies, params);
@@ -88,4 +114,19 @@ export function runOutage(
     output: json ? outageJson(params, results) : outageTable(params, results),
     svg: async () => (await import('../../simulate-svg.js')).outageSvg(params, results),
   };
+}
+
+/** The strategies to run: those asked for, or all the client has. */
+function outageStrategies(
+  client: (typeof outageClients)[number],
+  chosen: SimStrategy[] | undefined,
+): SimStrategy[] {
+  if (client !== 'seed004') return chosen ?? [...simStrategies];
+  if (chosen === undefined) return [...seed004Strategies];
+  const other = chosen.find((s) => !(seed004Strategies as readonly string[]).includes(s));
+  if (other !== undefined)
+    throw new CliUsageError(
+      `--strategies: --client seed004 retries by ${seed004Strategies.join(' or ')} only, got "${other}"`,
+    );
+  return chosen;
 }
