@@ -185,6 +185,77 @@ describe('requeue simulate --client seed004', () => {
   });
 });
 
+describe('requeue simulate --protect', () => {
+  it('adds a protected row after each bare one, and says in params how it protected', async () => {
+    const { code, stdout: out } = await simulate(
+      ...quickOutage,
+      '--strategies',
+      'fixed,exponential',
+      '--protect',
+      '--json',
+    );
+    expect(code).toBe(0);
+    const result = JSON.parse(out) as {
+      params: { protect: Record<string, Record<string, unknown>> };
+      strategies: Record<string, unknown>[];
+    };
+    expect(result.strategies.map((s) => [s.strategy, s.protected])).toEqual([
+      ['fixed', false],
+      ['fixed', true],
+      ['exponential', false],
+      ['exponential', true],
+    ]);
+    expect(Object.keys(result.strategies[1]!)).toEqual([
+      'strategy',
+      'protected',
+      'recovered',
+      'recoveryMs',
+      'serverRecovered',
+      'serverRecoveryMs',
+      'peakConcurrency',
+      'perSecond',
+    ]);
+    expect(result.params.protect.breaker).toMatchObject({ openMs: 30_000, minimumRequests: 10 });
+    expect(result.params.protect.budget).toMatchObject({ kind: 'token-bucket', capacity: 500 });
+    expect(result.params.protect.limit).toMatchObject({ initial: 20, floor: 1, ceiling: 200 });
+    expect(result.params.protect.retryShare).toBe(0.8);
+    // The bare rows are the run without --protect, unchanged.
+    const bare = await simulate(...quickOutage, '--strategies', 'fixed,exponential', '--json');
+    const bareRows = (JSON.parse(bare.stdout) as { strategies: Record<string, unknown>[] })
+      .strategies;
+    const { protected: _p, ...fixedBare } = result.strategies[0]!;
+    expect(fixedBare).toEqual(bareRows[0]);
+  });
+
+  it('protects with the breaker and budget given', async () => {
+    const { stdout: out } = await simulate(
+      ...quickOutage,
+      '--strategies',
+      'fixed',
+      '--protect',
+      '--breaker',
+      '{"openMs":5000}',
+      '--json',
+    );
+    const { params } = JSON.parse(out) as { params: { protect: Record<string, unknown> } };
+    expect(params.protect.breaker).toMatchObject({ openMs: 5000 });
+    expect(params.protect.budget).toMatchObject({ capacity: 500 });
+  });
+
+  it('the table names the protected rows and what protected them', async () => {
+    const { code, stdout: out } = await simulate(
+      ...quickOutage,
+      '--strategies',
+      'fixed',
+      '--protect',
+    );
+    expect(code).toBe(0);
+    expect(out).toMatch(/^\+protect: breaker \{.*AIMD limit 20 \(1–200/m);
+    expect(out).toMatch(/^fixed\s+no\s/m);
+    expect(out).toMatch(/^fixed\+protect\s+(yes|no)\s/m);
+  });
+});
+
 describe('requeue simulate (tables)', () => {
   it('contention: one row per strategy and which did least work and finished first', async () => {
     const { code, stdout: out } = await simulate(
@@ -278,6 +349,7 @@ describe('requeue simulate: bad flags', () => {
       ['--scenario', 'contention', '--client', 'seed004'],
       /^requeue: --client: only for --scenario outage/,
     ],
+    [['--scenario', 'contention', '--protect'], /^requeue: --protect: only for --scenario outage/],
     [['--scenario', 'outage', '--backlog', '-1'], /^requeue: --backlog: must be ≥ 0, got -1/],
     [['--scenario', 'outage', '--backlog', '1.5'], /^requeue: --backlog: expected an integer/],
   ])('%j → exit 2, one line naming the flag', async (args, message) => {

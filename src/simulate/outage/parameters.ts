@@ -3,6 +3,7 @@ import type { BudgetOptions } from '../../policy/budget/budget-options.js';
 import type { RetryPolicy } from '../../policy/retry-policy.js';
 import type { SimStrategy } from '../sim-strategy.js';
 import type { ServerModel } from '../server-model.js';
+import type { OutageProtection } from './dispatch.js';
 
 /** The outage scenario's parameters. */
 export interface OutageParams {
@@ -33,6 +34,12 @@ export interface OutageParams {
    * @defaultValue `'requeue'`
    */
   client?: OutageClient | undefined;
+  /**
+   * `--protect`: requeue's default protections besides the breaker and the
+   * budget (give those too): an adaptive limit on the attempts in flight and
+   * due retries first. Off when undefined.
+   */
+  protect?: OutageProtection | undefined;
 }
 
 /** The clients an outage can run. */
@@ -59,6 +66,8 @@ export interface SecondStats {
 /** One strategy's run. */
 export interface OutageResult {
   strategy: SimStrategy;
+  /** Whether the run had {@link OutageParams.protect}. */
+  protected: boolean;
   /**
    * Whether successes came back to ≥ 90 % of the pre-outage rate with the
    * concurrency at or under the limit for 10 s in a row before the run ended.
@@ -84,6 +93,8 @@ export interface OutageResult {
   deadLettered: number;
   /** Events the simulator processed. */
   events: number;
+  /** With `protect`: the highest the adaptive limit reached. */
+  peakLimit?: number;
 }
 
 /** How many seconds in a row must look healthy, and how healthy. */

@@ -2,16 +2,12 @@ import type { Random } from '../../util/system.js';
 import type { RetryPolicy } from '../../policy/retry-policy.js';
 import { EventQueue } from '../event-queue.js';
 import { policyFor, retryDelay, streamRandom, type SimStrategy } from '../sim-strategy.js';
+import { SlotDispatch } from './dispatch.js';
 import { admitted, deadLetter, FleetGuards } from './guards.js';
-import type { OutageParams, OutageResult, SecondStats } from './parameters.js';
-import {
-  baselineOkPerSecond,
-  recoverySecond,
-  serverRecoverySecond,
-  sinceResumeMs,
-} from './recovery.js';
+import type { OutageParams, OutageResult } from './parameters.js';
 import { seed004Delay } from './seed004-client.js';
 import { OutageServer } from './server.js';
+import { RunStats, second } from './stats.js';
 
 // The agenda's event kinds.
 const send = 0;
@@ -29,6 +25,9 @@ export class OutageRun {
   private readonly backoff: Random;
   private readonly server: OutageServer;
   private readonly guards: FleetGuards;
+  private readonly slots: SlotDispatch | undefined;
+  private readonly stats: RunStats;
+  private readonly seed004: boolean;
   // Clients, by index.
   private readonly seq: Int32Array;
   private readonly awaiting: Uint8Array;
@@ -36,16 +35,7 @@ export class OutageRun {
   private readonly attempts: Int32Array;
   private readonly previous: Float64Array;
   private readonly lastSleep: Float64Array;
-  private readonly seed004: boolean;
-  // Seconds.
-  private readonly seconds: number;
-  private readonly ok: Int32Array;
-  private readonly errors: Int32Array;
-  private readonly timeouts: Int32Array;
-  private readonly concurrency: Int32Array;
-  private peak = 0;
-  private calls = 0;
-  private deadLettered = 0;
+  private readonly sentAt: Float64Array;
   private readonly answer = (client: number, seq: number, now: number): void => {
     // The server finishes work whose client gave up; only a waiting client hears back.
     if (this.seq[client] === seq && this.awaiting[client] === 1) {
@@ -65,23 +55,21 @@ export class OutageRun {
     this.backoff = streamRandom(params.seed, strategy, 0, 1);
     this.server = new OutageServer(params.server, this.queue, check);
     this.guards = new FleetGuards(n, params.breaker, params.budget);
+    this.slots = params.protect ? new SlotDispatch(params.protect) : undefined;
+    this.stats = new RunStats(params.durationMs);
+    this.seed004 = params.client === 'seed004';
     this.seq = new Int32Array(n);
     this.awaiting = new Uint8Array(n);
     this.retries = new Int32Array(n);
     this.attempts = new Int32Array(n);
     this.previous = new Float64Array(n).fill(NaN);
     this.lastSleep = new Float64Array(n);
-    this.seed004 = params.client === 'seed004';
-    this.seconds = Math.ceil(params.durationMs / 1000);
-    this.ok = new Int32Array(this.seconds);
-    this.errors = new Int32Array(this.seconds);
-    this.timeouts = new Int32Array(this.seconds);
-    this.concurrency = new Int32Array(this.seconds);
+    this.sentAt = new Float64Array(n);
   }
 
   run(): OutageResult {
-    const { queue, params, server } = this;
-    for (let s = 0; s < this.seconds; s++) queue.push(s * 1000, tick, s, 0);
+    const { queue, params, server, stats } = this;
+    for (let s = 0; s < stats.seconds; s++) queue.push(s * 1000, tick, s, 0);
     queue.push(params.stopAtMs, stop, 0, 0);
     queue.push(params.stopAtMs + params.stopForMs, resume, 0, 0);
     for (let client = 0; client < params.clients; client++) this.sleepGap(client, 0);
@@ -90,12 +78,15 @@ export class OutageRun {
       if (now >= params.durationMs) break;
       switch (queue.kind) {
         case send:
-          this.send(queue.a, now);
+          if (this.slots) {
+            this.slots.wait(queue.a, this.retries[queue.a]! > 0);
+            this.startWaiting(now);
+          } else this.send(queue.a, now);
           break;
         case timeout:
           if (this.seq[queue.a] === queue.b && this.awaiting[queue.a] === 1) {
             this.awaiting[queue.a] = 0;
-            this.timeouts[second(now)]!++;
+            stats.timeouts[second(now)]!++;
             this.failed(queue.a, now);
           }
           break;
@@ -106,40 +97,54 @@ export class OutageRun {
           server.stop(now);
           break;
         case resume:
-          this.calls += server.resume(now);
-          this.noteConcurrency(now);
+          stats.calls += server.resume(now);
+          stats.noteConcurrency(server.concurrency, now);
           break;
         case tick:
-          this.concurrency[queue.a] = server.concurrency;
+          stats.concurrency[queue.a] = server.concurrency;
           break;
       }
     }
-    return this.result(queue.total);
+    return stats.result(this.strategy, params, queue.total, this.slots?.peakLimit);
   }
 
-  /** A client's next request leaves, if the breaker lets it. */
-  private send(client: number, now: number): void {
+  /** A client's next request leaves, if the breaker lets it; false if it does not. */
+  private send(client: number, now: number): boolean {
     const retryAt = this.guards.admit(client, this.seq[client]! + 1, now);
     if (retryAt !== admitted) {
-      this.errors[second(now)]!++;
+      this.stats.errors[second(now)]!++;
       this.queue.push(retryAt, send, client, 0);
-      return;
+      return false;
     }
     const seq = this.seq[client]! + 1;
     this.seq[client] = seq;
     this.awaiting[client] = 1;
     this.attempts[client]!++;
+    this.sentAt[client] = now;
     this.queue.push(now + this.params.timeoutMs, timeout, client, seq);
     if (this.server.arrive(client, seq, now)) {
-      this.calls++;
-      if (this.server.running) this.noteConcurrency(now);
+      this.stats.calls++;
+      if (this.server.running) this.stats.noteConcurrency(this.server.concurrency, now);
+    }
+    return true;
+  }
+
+  /** With `protect`: starts waiting clients while the adaptive limit has slots. */
+  private startWaiting(now: number): void {
+    const slots = this.slots!;
+    for (let client = slots.next(); client >= 0; client = slots.next()) {
+      if (this.send(client, now)) slots.started();
     }
   }
 
   private succeeded(client: number, now: number): void {
-    this.ok[second(now)]!++;
+    this.stats.ok[second(now)]!++;
     this.guards.succeeded(client, this.attempts[client]!, now);
     this.restart(client, now);
+    if (this.slots) {
+      this.slots.succeeded(now - this.sentAt[client]!);
+      this.startWaiting(now);
+    }
   }
 
   /** A timed-out request: the breaker hears of it, the strategy (and budget) say when to retry. */
@@ -153,13 +158,17 @@ export class OutageRun {
       now,
     );
     if (delayMs === deadLetter) {
-      this.deadLettered++;
+      this.stats.deadLettered++;
       this.restart(client, now);
-      return;
+    } else {
+      this.retries[client] = retry + 1;
+      this.previous[client] = delayMs;
+      this.queue.push(now + delayMs, send, client, 0);
     }
-    this.retries[client] = retry + 1;
-    this.previous[client] = delayMs;
-    this.queue.push(now + delayMs, send, client, 0);
+    if (this.slots) {
+      this.slots.failed();
+      this.startWaiting(now);
+    }
   }
 
   /** The delay the client's rule wants before retry `retry`. */
@@ -182,53 +191,8 @@ export class OutageRun {
 
   /** The client thinks for a random gap, then sends (seed 004's client remembers the gap). */
   private sleepGap(client: number, now: number): void {
-    const gap = this.gap();
+    const gap = -this.params.meanGapMs * Math.log(1 - this.gaps());
     this.lastSleep[client] = gap;
     this.queue.push(now + gap, send, client, 0);
   }
-
-  private noteConcurrency(now: number): void {
-    const c = this.server.concurrency;
-    if (c > this.peak) this.peak = c;
-    const s = second(now);
-    if (s < this.seconds && c > this.concurrency[s]!) this.concurrency[s] = c;
-  }
-
-  private gap(): number {
-    return -this.params.meanGapMs * Math.log(1 - this.gaps());
-  }
-
-  private result(events: number): OutageResult {
-    const perSecond: SecondStats[] = [];
-    for (let t = 0; t < this.seconds; t++) {
-      perSecond.push({
-        t,
-        ok: this.ok[t]!,
-        errors: this.errors[t]!,
-        timeouts: this.timeouts[t]!,
-        concurrency: this.concurrency[t]!,
-      });
-    }
-    const { params } = this;
-    const baseline = baselineOkPerSecond(perSecond, params);
-    const recoveryMs = sinceResumeMs(recoverySecond(perSecond, params, baseline), params);
-    const serverRecoveryMs = sinceResumeMs(serverRecoverySecond(perSecond, params), params);
-    return {
-      strategy: this.strategy,
-      recovered: recoveryMs !== null,
-      recoveryMs,
-      serverRecovered: serverRecoveryMs !== null,
-      serverRecoveryMs,
-      peakConcurrency: this.peak,
-      perSecond,
-      baselineOkPerSecond: baseline,
-      calls: this.calls,
-      deadLettered: this.deadLettered,
-      events,
-    };
-  }
-}
-
-function second(ms: number): number {
-  return Math.floor(ms / 1000);
 }

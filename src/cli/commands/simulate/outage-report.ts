@@ -29,14 +29,31 @@ function outageParamsJson(params: OutageParams) {
   };
 }
 
-/** `--scenario outage --json`: the parameters, then each strategy's verdict and seconds. */
-export function outageJson(params: OutageParams, results: OutageResult[]): string {
+/** What `--protect` ran, for the parameters. */
+function protectJson(protectedRun: OutageParams) {
+  const { limit, retryShare } = protectedRun.protect!;
+  return { breaker: protectedRun.breaker, budget: protectedRun.budget, limit, retryShare };
+}
+
+/**
+ * `--scenario outage --json`: the parameters, then each strategy's verdict
+ * and seconds; with `--protect` (`protectedRun` its parameters) each row
+ * says whether it was protected, and the parameters say how.
+ */
+export function outageJson(
+  params: OutageParams,
+  results: OutageResult[],
+  protectedRun?: OutageParams | undefined,
+): string {
   return `${JSON.stringify(
     {
       scenario: 'outage',
-      params: outageParamsJson(params),
+      params: protectedRun
+        ? { ...outageParamsJson(params), protect: protectJson(protectedRun) }
+        : outageParamsJson(params),
       strategies: results.map((r) => ({
         strategy: r.strategy,
+        ...(protectedRun ? { protected: r.protected } : {}),
         recovered: r.recovered,
         recoveryMs: r.recoveryMs,
         serverRecovered: r.serverRecovered,
@@ -50,8 +67,15 @@ export function outageJson(params: OutageParams, results: OutageResult[]): strin
   )}\n`;
 }
 
+/** A row's name: its strategy, `+protect` when protected. */
+const rowName = (r: OutageResult): string => (r.protected ? `${r.strategy}+protect` : r.strategy);
+
 /** `--scenario outage`: the verdicts, then a timeline 10 s a row. */
-export function outageTable(params: OutageParams, results: OutageResult[]): string {
+export function outageTable(
+  params: OutageParams,
+  results: OutageResult[],
+  protectedRun?: OutageParams | undefined,
+): string {
   const { clients, seed, meanGapMs, timeoutMs, stopAtMs, stopForMs, durationMs, server, policy } =
     params;
   const extras = [
@@ -69,10 +93,17 @@ export function outageTable(params: OutageParams, results: OutageResult[]): stri
       "client seed004: client.go's rule, the backoff chain starting from the think gap before the failed request, jitter absolute (× 1 s)",
     );
   if (extras.length > 0) lines.push(`with ${extras.join(' and ')}`);
+  if (protectedRun) {
+    const { limit, retryShare } = protectedRun.protect!;
+    lines.push(
+      `+protect: breaker ${JSON.stringify(protectedRun.breaker)}, budget ${JSON.stringify(protectedRun.budget)}, ` +
+        `AIMD limit ${limit.initial} (${limit.floor}–${limit.ceiling}, ×${limit.failureDecrease} on a timeout), retries first up to ${retryShare * 100}% of starts`,
+    );
+  }
   const rows = results.map((r) => {
     const last = r.perSecond.slice(-recoveryWindowS);
     return [
-      r.strategy,
+      rowName(r),
       r.recovered ? 'yes' : 'no',
       r.recoveryMs === null ? '-' : formatMs(r.recoveryMs),
       String(r.peakConcurrency),
@@ -128,6 +159,6 @@ function timeline(params: OutageParams, results: OutageResult[]): string[] {
   const { stopAtMs, stopForMs } = params;
   return [
     `timeline: ok/s (mean over ${step}s) / peak concurrency; the server is down from ${stopAtMs / 1000}s to ${(stopAtMs + stopForMs) / 1000}s`,
-    formatTable(['t (s)', ...results.map((r) => r.strategy)], rows).trimEnd(),
+    formatTable(['t (s)', ...results.map(rowName)], rows).trimEnd(),
   ];
 }

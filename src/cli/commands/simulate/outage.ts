@@ -10,9 +10,11 @@ import {
 } from '../../../simulate/outage.js';
 import { CliUsageError } from '../../cli-error.js';
 import { checkOutageWork } from '../../../simulate/work-bound.js';
+import { aimdDefaults } from '../../../simulate/aimd-limit.js';
+import { defaultRetryShare } from '../../../simulate/outage/dispatch.js';
 import { simStrategies, type SimStrategy } from '../../../simulate/sim-strategy.js';
 import { flagOf } from '../plan.js';
-import { choiceFlag, jsonFlag, numberFlag, parseScenarioFlags } from './flags.js';
+import { choiceFlag, jsonFlag, numberFlag, parseScenarioFlags, switchFlag } from './flags.js';
 import { outageJson, outageTable } from './outage-report.js';
 import { policyFlags, policyFrom } from './policy-flags.js';
 import type { ScenarioRun } from './scenario.js';
@@ -68,6 +70,9 @@ export const outageFlags = z
     budget: jsonFlag('--budget', "the workers' retry budget options, e.g. '{}'", (input) =>
       parseBudgetOptions(input),
     ),
+    protect: switchFlag(
+      "also run each strategy with requeue's default protections: breaker, retry budget (--breaker/--budget or the workers' defaults), an adaptive (AIMD) limit on attempts in flight, due retries first",
+    ),
     ...policyFlags(policyDefaults),
   })
   .superRefine((f, ctx) => {
@@ -108,10 +113,15 @@ export function runOutage(
     budget: f.budget,
     client: f.client,
   };
-  checkOutageWork(params, strategies.length, flagOf);
-  const results = simulateOutage(strategies, params);
+  const runs = f.protect ? [params, protectedParams(params)] : [params];
+  checkOutageWork(params, strategies.length * runs.length, flagOf);
+  // With --protect, each strategy's bare row, then its protected one.
+  const byRun = runs.map((p) => simulateOutage(strategies, p));
+  const results = strategies.flatMap((_, i) => byRun.map((rows) => rows[i]!));
   return {
-    output: json ? outageJson(params, results) : outageTable(params, results),
+    output: json
+      ? outageJson(params, results, runs[1]?.protect && runs[1])
+      : outageTable(params, results, runs[1]?.protect && runs[1]),
     svg: async () => (await import('../../simulate-svg.js')).outageSvg(params, results),
   };
 }
@@ -129,4 +139,17 @@ function outageStrategies(
       `--strategies: --client seed004 retries by ${seed004Strategies.join(' or ')} only, got "${other}"`,
     );
   return chosen;
+}
+
+/**
+ * The protected run: the breaker and budget given, or the workers' defaults,
+ * plus the adaptive limit and retry priority (src/simulate/aimd-limit.ts).
+ */
+function protectedParams(params: OutageParams): OutageParams {
+  return {
+    ...params,
+    breaker: params.breaker ?? parseBreakerOptions({}),
+    budget: params.budget ?? parseBudgetOptions({}),
+    protect: { limit: { ...aimdDefaults }, retryShare: defaultRetryShare },
+  };
 }
