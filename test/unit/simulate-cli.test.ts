@@ -256,6 +256,53 @@ describe('requeue simulate --protect', () => {
   });
 });
 
+describe('requeue simulate --scenario fairness', () => {
+  const quick = ['--scenario', 'fairness', '--big-jobs', '2000', '--small-keys', '3'];
+  it('--json: the parameters, the small keys alone, and per dispatch order their delays and every key’s', async () => {
+    const { code, stdout: out } = await simulate(...quick, '--json');
+    expect(code).toBe(0);
+    const result = JSON.parse(out) as {
+      scenario: string;
+      params: Record<string, unknown>;
+      smallAlone: Record<string, number>;
+      dispatches: Record<string, unknown>[];
+    };
+    expect(Object.keys(result)).toEqual(['scenario', 'params', 'smallAlone', 'dispatches']);
+    expect(result.params).toEqual({
+      seed: 7,
+      concurrency: 16,
+      bigJobs: 2000,
+      smallKeys: 3,
+      smallJobs: 100,
+      smallAtMs: 1000,
+      serviceMs: 100,
+    });
+    expect(Object.keys(result.smallAlone)).toEqual(['p50Ms', 'p99Ms', 'maxMs']);
+    expect(result.dispatches.map((d) => d.dispatch)).toEqual(['fifo', 'fair']);
+    for (const d of result.dispatches) {
+      expect(Object.keys(d)).toEqual(['dispatch', 'small', 'smallP99Ratio', 'makespanMs', 'keys']);
+      expect((d.keys as { key: string }[]).map((k) => k.key)).toEqual([
+        'big',
+        'small-1',
+        'small-2',
+        'small-3',
+      ]);
+    }
+    const [fifo, fair] = result.dispatches as { smallP99Ratio: number }[];
+    expect(fair!.smallP99Ratio).toBeLessThan(fifo!.smallP99Ratio);
+    expect((await simulate(...quick, '--json')).stdout).toBe(out);
+  });
+
+  it('the table: one row per dispatch order, then each key', async () => {
+    const { code, stdout: out } = await simulate(...quick, '--dispatch', 'fair');
+    expect(code).toBe(0);
+    expect(out).toMatch(/^dispatch\s+small p50\s+small p99\s+p99 × alone\s+big p50/m);
+    expect(out).toMatch(/^fair\s/m);
+    expect(out).not.toMatch(/^fifo\s/m);
+    expect(out).toMatch(/^small-3\s+100\s/m);
+  });
+});
+
 describe('requeue simulate (tables)', () => {
   it('contention: one row per strategy and which did least work and finished first', async () => {
     const { code, stdout: out } = await simulate(
@@ -310,7 +357,10 @@ describe('requeue simulate --svg', () => {
 describe('requeue simulate: bad flags', () => {
   it.each([
     [[], /^requeue: --scenario: required/],
-    [['--scenario', 'storm'], /^requeue: --scenario: expected contention or outage, got "storm"/],
+    [
+      ['--scenario', 'storm'],
+      /^requeue: --scenario: expected contention or outage or fairness, got "storm"/,
+    ],
     [
       ['--scenario', 'contention', '--strategies', 'fixed,bogus'],
       /^requeue: --strategies: unknown strategy "bogus"/,
@@ -350,6 +400,29 @@ describe('requeue simulate: bad flags', () => {
       /^requeue: --client: only for --scenario outage/,
     ],
     [['--scenario', 'contention', '--protect'], /^requeue: --protect: only for --scenario outage/],
+    [
+      ['--scenario', 'fairness', '--dispatch', 'fifo,drr'],
+      /^requeue: --dispatch: unknown value "drr" \(one of fifo, fair\)/,
+    ],
+    [
+      ['--scenario', 'fairness', '--strategies', 'fixed'],
+      /^requeue: --strategies: not for --scenario fairness/,
+    ],
+    [
+      ['--scenario', 'fairness', '--clients', '5'],
+      /^requeue: --clients: only for --scenario contention or outage/,
+    ],
+    [['--scenario', 'fairness', '--concurrency', '0'], /^requeue: --concurrency: must be ≥ 1/],
+    [['--scenario', 'fairness', '--service-ms', '0'], /^requeue: --service-ms: must be > 0/],
+    [
+      ['--scenario', 'fairness', '--big-jobs', '3000000', '--small-jobs', '1'],
+      /^requeue: \(--big-jobs \(3000000\) \+ --small-keys \(10\) × --small-jobs \(1\)\) × runs \(3/,
+    ],
+    [['--scenario', 'fairness', '--svg', 'f.svg'], /^requeue: --svg: not for --scenario fairness/],
+    [
+      ['--scenario', 'outage', '--dispatch', 'fair'],
+      /^requeue: --dispatch: only for --scenario fairness/,
+    ],
     [['--scenario', 'outage', '--backlog', '-1'], /^requeue: --backlog: must be ≥ 0, got -1/],
     [['--scenario', 'outage', '--backlog', '1.5'], /^requeue: --backlog: expected an integer/],
   ])('%j → exit 2, one line naming the flag', async (args, message) => {

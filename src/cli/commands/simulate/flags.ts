@@ -92,6 +92,33 @@ export function choiceFlag<T extends string>(help: string, choices: readonly T[]
   return withMeta(schema, { help: `${help} (${choices.join(' or ')})`, arg: '<name>', fallback });
 }
 
+/** A comma-separated list of `choices` (each once, in the order given), all of them when left out. */
+export function listFlag<T extends string>(help: string, choices: readonly T[]) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): T[] => {
+      if (raw === undefined) return [...choices];
+      const chosen: T[] = [];
+      for (const name of raw.split(',').map((n) => n.trim())) {
+        if (!(choices as readonly string[]).includes(name)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `unknown value "${name}" (one of ${choices.join(', ')})`,
+          });
+          return chosen;
+        }
+        if (!chosen.includes(name as T)) chosen.push(name as T);
+      }
+      return chosen;
+    });
+  return withMeta(schema, {
+    help: `${help}, comma-separated, of ${choices.join(', ')}`,
+    arg: '<list>',
+    fallback: choices.join(','),
+  });
+}
+
 /** A JSON flag, parsed by `parse` (a workers' options parser); undefined when left out. */
 export function jsonFlag<T>(flag: string, help: string, parse: (input: unknown) => T) {
   const schema = z

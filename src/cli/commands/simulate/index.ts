@@ -4,6 +4,7 @@ import { CliUsageError, parseNumberFlag } from '../../cli-error.js';
 import { flagOf } from '../plan.js';
 import { contentionFlags, runContention } from './contention.js';
 import { registerScenarioFlags, scenariosWith, type ScenarioSchema } from './flags.js';
+import { fairnessFlags, runFairness } from './fairness.js';
 import { outageFlags, runOutage } from './outage.js';
 import type { ScenarioRun } from './scenario.js';
 
@@ -11,6 +12,7 @@ import type { ScenarioRun } from './scenario.js';
 const scenarios = {
   contention: { flags: contentionFlags, run: runContention },
   outage: { flags: outageFlags, run: runOutage },
+  fairness: { flags: fairnessFlags, run: runFairness },
 } satisfies Record<
   string,
   {
@@ -47,7 +49,7 @@ export function registerSimulate(program: Command): void {
   const command = program
     .command('simulate')
     .description(
-      'Simulate many clients retrying against one dependency: contention (the AWS jitter study) or outage (seed 004)',
+      'Simulate many clients retrying against one dependency: contention (the AWS jitter study) or outage (seed 004); or keys sharing a worker pool: fairness',
     )
     .option('--scenario <name>', `${scenarioNames.join(' or ')} (required)`)
     .option('--seed <n>', 'random seed: the same seed gives the same figures', '7')
