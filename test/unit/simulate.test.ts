@@ -3,6 +3,7 @@ import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
 import { retryPolicySchema } from '../../src/policy/retry-policy.js';
 import { simulateContention, type ContentionParams } from '../../src/simulate/contention.js';
+import { ClientAgenda } from '../../src/simulate/client-agenda.js';
 import { EventQueue } from '../../src/simulate/event-queue.js';
 import {
   recoverySecond,
@@ -260,5 +261,37 @@ describe("seed 004's client (client.go), exactly", () => {
     expect(() => simulateOutage(['full-jitter'], seed004)).toThrow(
       /^client: seed004's client retries by fixed or exponential only, got strategy "full-jitter"$/,
     );
+  });
+});
+
+describe('ClientAgenda', () => {
+  it('takes events in the order EventQueue would: time, then the order they were scheduled', () => {
+    const random = seededRandom(5);
+    const agenda = new ClientAgenda(50);
+    const queue = new EventQueue(4);
+    for (let c = 0; c < 50; c++) {
+      // Whole-millisecond times: many ties, which the scheduling order must break.
+      const t = Math.floor(random() * 20);
+      agenda.add(c, t, c % 4, -c);
+      queue.push(t, c % 4, c, -c);
+    }
+    const seen: number[][] = [];
+    const expected: number[][] = [];
+    for (let step = 0; step < 400; step++) {
+      const more = queue.pop();
+      expect(agenda.peek()).toBe(more);
+      if (!more) break;
+      seen.push([agenda.time, agenda.client, agenda.kind, agenda.arg]);
+      expected.push([queue.time, queue.a, queue.kind, queue.b]);
+      // Each handled event schedules its client's next, or (one in ten) ends the client.
+      if (random() < 0.1) agenda.drop();
+      else {
+        const t = agenda.time + Math.floor(random() * 5);
+        agenda.next(t, (agenda.kind + 1) % 4, step);
+        queue.push(t, (queue.kind + 1) % 4, queue.a, step);
+      }
+    }
+    expect(seen.length).toBeGreaterThan(300);
+    expect(seen).toEqual(expected);
   });
 });

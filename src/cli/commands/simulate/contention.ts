@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import type { RetryPolicy } from '../../../policy/retry-policy.js';
-import { simulateContention, type ContentionParams } from '../../../simulate/contention.js';
+import type { ContentionParams } from '../../../simulate/contention.js';
 import { checkContentionWork } from '../../../simulate/work-bound.js';
 import { simStrategies, type SimStrategy } from '../../../simulate/sim-strategy.js';
 import { flagOf } from '../plan.js';
-import { contentionJson, contentionTable } from './contention-report.js';
 import { numberFlag, parseScenarioFlags } from './flags.js';
 import { policyFlags, policyFrom } from './policy-flags.js';
 import type { ScenarioRun } from './scenario.js';
@@ -22,12 +21,12 @@ export const contentionFlags = z.object({
 });
 
 /** Runs `--scenario contention` from its flags. */
-export function runContention(
+export async function runContention(
   flags: Record<string, unknown>,
   seed: number,
   chosen: SimStrategy[] | undefined,
   json: boolean,
-): ScenarioRun {
+): Promise<ScenarioRun> {
   const strategies = chosen ?? [...simStrategies];
   const { clients, trials, netMeanMs, netSdMs, ...policy } = parseScenarioFlags(
     contentionFlags,
@@ -42,6 +41,11 @@ export function runContention(
     policy: policyFrom(policy, policyDefaults),
   };
   checkContentionWork(params, strategies.length, flagOf);
+  // Loaded when run (not when the command starts): a process pays for one scenario.
+  const [{ simulateContention }, { contentionJson, contentionTable }] = await Promise.all([
+    import('../../../simulate/contention.js'),
+    import('./contention-report.js'),
+  ]);
   const results = simulateContention(strategies, params);
   return {
     output: json ? contentionJson(params, results) : contentionTable(params, results),

@@ -8,7 +8,6 @@ import {
 import type { SimStrategy } from '../../../simulate/sim-strategy.js';
 import { CliUsageError } from '../../cli-error.js';
 import { flagOf } from '../plan.js';
-import { fairnessJson, fairnessTable } from './fairness-report.js';
 import { listFlag, numberFlag, parseScenarioFlags } from './flags.js';
 import type { ScenarioRun } from './scenario.js';
 
@@ -35,12 +34,12 @@ export const fairnessFlags = z.object({
 });
 
 /** Runs `--scenario fairness` from its flags. */
-export function runFairness(
+export async function runFairness(
   flags: Record<string, unknown>,
   seed: number,
   strategies: SimStrategy[] | undefined,
   json: boolean,
-): ScenarioRun {
+): Promise<ScenarioRun> {
   if (strategies !== undefined)
     throw new CliUsageError(
       '--strategies: not for --scenario fairness (no retries; see --dispatch)',
@@ -50,6 +49,7 @@ export function runFairness(
   const params: FairnessParams = { seed, ...rest };
   checkFairnessWork(params, dispatch.length, flagOf);
   const run = simulateFairness(dispatch, params);
+  const { fairnessJson, fairnessTable } = await import('./fairness-report.js');
   return {
     output: json ? fairnessJson(params, run) : fairnessTable(params, run),
     svg: () => Promise.reject(new Error('fairness has no plot')),

@@ -22,7 +22,7 @@ const scenarios = {
       seed: number,
       strategies: SimStrategy[] | undefined,
       json: boolean,
-    ) => ScenarioRun;
+    ) => Promise<ScenarioRun>;
   }
 >;
 type Scenario = keyof typeof scenarios;
@@ -65,7 +65,7 @@ export function registerSimulate(program: Command): void {
       const scenario = parseScenario(flags);
       const strategies = parseStrategies(flags.strategies);
       const seed = parseNumberFlag('--seed', flags.seed, { integer: true });
-      const run = scenarios[scenario].run(flags, seed, strategies, flags.json === true);
+      const run = await scenarios[scenario].run(flags, seed, strategies, flags.json === true);
       if (flags.svg !== undefined) {
         const { writeFile } = await import('node:fs/promises');
         await writeFile(flags.svg, await run.svg());

@@ -2,12 +2,8 @@ import { z } from 'zod';
 import { parseBreakerOptions } from '../../../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../../policy/budget/budget-options.js';
 import type { RetryPolicy } from '../../../policy/retry-policy.js';
-import {
-  outageClients,
-  seed004Strategies,
-  simulateOutage,
-  type OutageParams,
-} from '../../../simulate/outage.js';
+import type { OutageParams } from '../../../simulate/outage.js';
+import { outageClients, seed004Strategies } from '../../../simulate/outage/parameters.js';
 import { CliUsageError } from '../../cli-error.js';
 import { checkOutageWork } from '../../../simulate/work-bound.js';
 import { aimdDefaults } from '../../../simulate/aimd-limit.js';
@@ -15,7 +11,6 @@ import { defaultRetryShare } from '../../../simulate/outage/dispatch.js';
 import { simStrategies, type SimStrategy } from '../../../simulate/sim-strategy.js';
 import { flagOf } from '../plan.js';
 import { choiceFlag, jsonFlag, numberFlag, parseScenarioFlags, switchFlag } from './flags.js';
-import { outageJson, outageTable } from './outage-report.js';
 import { policyFlags, policyFrom } from './policy-flags.js';
 import type { ScenarioRun } from './scenario.js';
 
@@ -85,12 +80,12 @@ export const outageFlags = z
   });
 
 /** Runs `--scenario outage` from its flags. */
-export function runOutage(
+export async function runOutage(
   flags: Record<string, unknown>,
   seed: number,
   chosen: SimStrategy[] | undefined,
   json: boolean,
-): ScenarioRun {
+): Promise<ScenarioRun> {
   const f = parseScenarioFlags(outageFlags, flags);
   const strategies = outageStrategies(f.client, chosen);
   const params: OutageParams = {
@@ -115,6 +110,11 @@ export function runOutage(
   };
   const runs = f.protect ? [params, protectedParams(params)] : [params];
   checkOutageWork(params, strategies.length * runs.length, flagOf);
+  // Loaded when run (not when the command starts): a process pays for one scenario.
+  const [{ simulateOutage }, { outageJson, outageTable }] = await Promise.all([
+    import('../../../simulate/outage.js'),
+    import('./outage-report.js'),
+  ]);
   // With --protect, each strategy's bare row, then its protected one.
   const byRun = runs.map((p) => simulateOutage(strategies, p));
   const results = strategies.flatMap((_, i) => byRun.map((rows) => rows[i]!));
