@@ -17,14 +17,15 @@ describe('simulateFairness', () => {
   it('FIFO makes the small keys wait behind the whole backlog; start-time fair queuing keeps them within 1.25× of alone', () => {
     const { results, alone } = simulateFairness(['fifo', 'fair'], defaults);
     const [fifo, fair] = results;
-    expect(alone.p99).toBeCloseTo(6175.136, 3);
-    expect(fifo!.small.p99).toBeCloseTo(317_702.546, 3);
-    expect(fair!.small.p99).toBeCloseTo(6829.693, 3);
+    expect(alone.p99).toBeCloseTo(6039.054, 3);
+    expect(fifo!.small.p99).toBeCloseTo(318_247.009, 3);
+    expect(fair!.small.p99).toBeCloseTo(6800.118, 3);
     expect(fair!.small.p99 / alone.p99).toBeLessThan(1.25);
     expect(fifo!.small.p99 / alone.p99).toBeGreaterThan(50);
     // The backlogged key pays little for it: every job still runs, the pool never idles.
-    expect(fair!.keys[0]!.p99).toBeCloseTo(315_236.826, 3);
-    expect(fair!.makespanMs).toBeCloseTo(fifo!.makespanMs, -4);
+    expect(fair!.keys[0]!.p99).toBeCloseTo(316_185.873, 3);
+    // The same service times in the same order of starts: the last job ends at the same instant.
+    expect(fair!.makespanMs).toBe(fifo!.makespanMs);
     expect(fair!.keys.map((k) => [k.key, k.jobs])).toEqual([
       ['big', 50_000],
       ...Array.from({ length: 10 }, (_, i) => [`small-${i + 1}`, 100]),
@@ -48,8 +49,8 @@ describe('simulateFairness', () => {
     const [big, s1, s2] = span(fair);
     expect(s1![1]).toBeLessThan(s2![1] as number);
     expect(s2![2]).toBeLessThan(big![2] as number);
-    expect(fair!.keys[0]!.max).toBeCloseTo(891.667, 3);
-    expect(fair!.keys[2]!.max).toBeCloseTo(438.885, 3);
+    expect(fair!.keys[0]!.max).toBeCloseTo(786.006, 3);
+    expect(fair!.keys[2]!.max).toBeCloseTo(408.215, 3);
   });
 
   it('is exactly repeatable, and another seed gives other figures', () => {
