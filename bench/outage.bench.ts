@@ -17,13 +17,13 @@
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import type * as Outage from '../src/policy/simulate/outage.js';
-import type { OutageParams, OutageResult, SecondStats } from '../src/policy/simulate/outage.js';
+import type * as Outage from '../src/simulate/outage.js';
+import type { OutageParams, OutageResult, SecondStats } from '../src/simulate/outage.js';
 import type * as Policy from '../src/policy/retry-policy.js';
 import type * as Random from '../src/util/random.js';
 import type * as Connection from '../src/redis/connection.js';
 import type * as RedisServer from '../src/redis/redis-server.js';
-import type { SimStrategy } from '../src/policy/simulate/sim-strategy.js';
+import type { SimStrategy } from '../src/simulate/sim-strategy.js';
 import { runReal, type RealRun } from './outage/real-run.js';
 import { describeMachine } from './support/machine.js';
 import { writeResultsSection } from './support/results-file.js';
@@ -48,7 +48,7 @@ if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be in (0, 1], got 
 // The measured code is the build, like the other benches (the script builds first).
 const dist = (path: string): Promise<unknown> => import(`../dist/src/${path}` as string);
 const { simulateOutage, baselineOkPerSecond, recoverySecond, recoveryWindowS } = (await dist(
-  'policy/simulate/outage.js',
+  'simulate/outage.js',
 )) as typeof Outage;
 const { retryPolicySchema } = (await dist('policy/retry-policy.js')) as typeof Policy;
 const { seededRandom } = (await dist('util/random.js')) as typeof Random;

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import type { ServerModel } from '../../src/policy/simulate/outage.js';
+import type { ServerModel } from '../../src/simulate/outage.js';
 
 /** What the server saw, per second of the run. */
 export interface ServerSeconds {
@@ -26,7 +26,7 @@ interface Work {
 
 /**
  * An HTTP server on loopback that behaves like the simulator's server
- * (`src/policy/simulate/outage.ts`): requests are worked on first in, first
+ * (`src/simulate/outage.ts`): requests are worked on first in, first
  * out; the oldest finishes once `minDelayMs · factor^((c − limit)/K)` (`c`
  * the requests in flight now, re-evaluated as `c` changes) has passed since it
  * started. A client that gives up does not cancel its work: it stays in

@@ -3,8 +3,8 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 // The built package, as users run it (`npm run build` first; the bench script does).
 import { createLogger, createQueue, createWorker, RetryableError, type RequeueJob } from 'requeue';
-import type { OutageParams, SecondStats } from '../../src/policy/simulate/outage.js';
-import type { SimStrategy } from '../../src/policy/simulate/sim-strategy.js';
+import type { OutageParams, SecondStats } from '../../src/simulate/outage.js';
+import type { SimStrategy } from '../../src/simulate/sim-strategy.js';
 import { Worker } from 'node:worker_threads';
 import type { ServerSeconds } from './latency-server.js';
 import type { ServerThreadData, ToThread } from './server-thread.js';

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { ServerModel } from '../../src/policy/simulate/outage.js';
+import type { ServerModel } from '../../src/simulate/outage.js';
 import { LatencyServer } from './latency-server.js';
 
 export interface ServerThreadData {

@@ -1,6 +1,6 @@
 import type { TopLevelSpec } from 'vega-lite';
-import type { ContentionParams, ContentionResult } from '../policy/simulate/contention.js';
-import type { OutageParams, OutageResult } from '../policy/simulate/outage.js';
+import type { ContentionParams, ContentionResult } from '../simulate/contention.js';
+import type { OutageParams, OutageResult } from '../simulate/outage.js';
 import { plotPackages, requireOptional } from '../util/optional-deps.js';
 
 /**
@@ -77,7 +77,7 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
   const concurrency: { strategy: string; t: number; value: number }[] = [];
   const withBreaker = params.breaker !== undefined;
   for (const r of results) {
-    const label = `${r.strategy}: ${r.recovered ? `recovered ${(r.recoveryMs ?? 0) / 1000}s after resume` : 'never recovered'}`;
+    const label = `${r.protected ? `${r.strategy}+protect` : r.strategy}: ${r.recovered ? `recovered ${(r.recoveryMs ?? 0) / 1000}s after resume` : 'never recovered'}`;
     for (const s of r.perSecond) {
       load.push({ strategy: label, t: s.t, series: 'ok', value: s.ok });
       load.push({ strategy: label, t: s.t, series: 'timeouts', value: s.timeouts });
@@ -87,7 +87,7 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
   }
   const order = results.map(
     (r) =>
-      `${r.strategy}: ${r.recovered ? `recovered ${(r.recoveryMs ?? 0) / 1000}s after resume` : 'never recovered'}`,
+      `${r.protected ? `${r.strategy}+protect` : r.strategy}: ${r.recovered ? `recovered ${(r.recoveryMs ?? 0) / 1000}s after resume` : 'never recovered'}`,
   );
   const start = params.stopAtMs / 1000;
   const end = (params.stopAtMs + params.stopForMs) / 1000;

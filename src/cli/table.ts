@@ -2,7 +2,13 @@
  * The CLI's tables: cli-table3 laid out borderless, columns two spaces
  * apart, so output reads as plain aligned text and survives `grep`/`awk`.
  */
-import Table from 'cli-table3';
+import { createRequire } from 'node:module';
+import type TableClass from 'cli-table3';
+
+// Loaded on the first table, not at start-up: a command that prints JSON never pays for it.
+let Table: typeof TableClass | undefined;
+const loadTable = (): typeof TableClass =>
+  (Table ??= createRequire(import.meta.url)('cli-table3') as typeof TableClass);
 
 /** Shortens `s` to `n` characters with an ellipsis. */
 export function truncate(s: string, n: number): string {
@@ -39,7 +45,7 @@ export function formatTable(
   rows: readonly (readonly string[])[],
   { align = [] }: TableOptions = {},
 ): string {
-  const table = new Table({
+  const table = new (loadTable())({
     head: [...header],
     chars: borderless,
     colAligns: header.map((_, col) => align[col] ?? 'left'),

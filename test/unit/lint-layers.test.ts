@@ -66,3 +66,37 @@ describe('the bottom-layer import rule', () => {
     expect(results.length).toBeGreaterThanOrEqual(15);
   });
 });
+
+describe('the simulator is pure but not policy (issue 23, item 4)', () => {
+  it.each([
+    ['src/simulate/new-scenario.ts', '../redis/keys.js'],
+    ['src/simulate/new-scenario.ts', '../scheduler/worker.js'],
+    ['src/simulate/new-scenario.ts', '../cli/program.js'],
+    ['src/simulate/outage/new-part.ts', 'node:fs'],
+    ['src/simulate/outage/new-part.ts', 'ioredis'],
+    ['src/policy/new-rule.ts', '../simulate/outage.js'],
+    ['src/util/new-helper.ts', '../simulate/event-queue.js'],
+  ])('catches %s importing %s', async (path, specifier) => {
+    expect(await flagged(specifier, path)).toBe(true);
+  });
+
+  it.each([
+    ['src/simulate/new-scenario.ts', '../policy/retry-policy.js'],
+    ['src/simulate/outage/new-part.ts', '../../policy/breaker/breaker.js'],
+    ['src/simulate/outage/new-part.ts', '../event-queue.js'],
+  ])('allows %s importing %s', async (path, specifier) => {
+    expect(await flagged(specifier, path)).toBe(false);
+  });
+
+  it('finds nothing impure in src/simulate, and no src/policy/simulate is left', async () => {
+    const results = await eslint.lintFiles(['src/simulate', 'src/policy']);
+    const found = results.flatMap((r) =>
+      r.messages
+        .filter((m) => m.ruleId === 'no-restricted-imports')
+        .map((m) => `${r.filePath.slice(repoRoot.length)}:${m.line}`),
+    );
+    expect(found).toEqual([]);
+    expect(results.some((r) => r.filePath.includes('/src/simulate/outage/'))).toBe(true);
+    expect(results.some((r) => r.filePath.includes('/src/policy/simulate/'))).toBe(false);
+  });
+});

@@ -2,15 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
 import { retryPolicySchema } from '../../src/policy/retry-policy.js';
-import { simulateContention, type ContentionParams } from '../../src/policy/simulate/contention.js';
-import { EventQueue } from '../../src/policy/simulate/event-queue.js';
+import { simulateContention, type ContentionParams } from '../../src/simulate/contention.js';
+import { ClientAgenda } from '../../src/simulate/client-agenda.js';
+import { EventQueue } from '../../src/simulate/event-queue.js';
 import {
   recoverySecond,
+  seed004Delay,
   serverLatencyMs,
   simulateOutage,
   type OutageParams,
   type SecondStats,
-} from '../../src/policy/simulate/outage.js';
+} from '../../src/simulate/outage.js';
 import { seededRandom } from '../../src/util/random.js';
 
 const contention: ContentionParams = {
@@ -126,16 +128,43 @@ describe('recoverySecond', () => {
 });
 
 describe('simulateOutage (seed 004)', () => {
-  it('fixed-interval retries keep the stopped server down; exponential backoff lets it recover', () => {
+  it('fixed-interval retries keep the stopped server down, and so does exponential backoff from 100 ms', () => {
     const [fixed, exponential] = simulateOutage(['fixed', 'exponential'], outage);
     expect(fixed!.recovered).toBe(false);
     expect(fixed!.recoveryMs).toBeNull();
+    expect(fixed!.serverRecovered).toBe(false);
     expect(fixed!.peakConcurrency).toBeGreaterThan(10_000);
     expect(fixed!.perSecond.at(-1)!.ok).toBe(0);
-    expect(exponential!.recovered).toBe(true);
-    expect(exponential!.recoveryMs).toBeGreaterThan(0);
-    expect(exponential!.recoveryMs).toBeLessThan(30_000);
-    expect(exponential!.peakConcurrency).toBeLessThan(1000);
+    // requeue's chain starts at baseMs: each client retries 5–6 times in the 20 s.
+    expect(exponential!.recovered).toBe(false);
+    expect(exponential!.serverRecovered).toBe(false);
+    expect(exponential!.peakConcurrency).toBeGreaterThan(5000);
+  });
+
+  it('regression: a connection the full backlog refused was lost; it keeps dialling and lands on resume', () => {
+    // Exponential backoff from 100 ms "recovered" at a backlog of 512 only because the
+    // connections beyond it vanished. Now any backlog gives the same run: all of them land.
+    const tiny = simulateOutage(['exponential'], {
+      ...outage,
+      server: { ...outage.server, backlog: 0 },
+    });
+    const huge = simulateOutage(['exponential'], {
+      ...outage,
+      server: { ...outage.server, backlog: 1_000_000 },
+    });
+    expect(tiny).toEqual(huge);
+    expect(tiny[0]!.recovered).toBe(false);
+    // …but a dial gives up after 30 s (Go's dial timeout): a 40 s outage loses the first 10 s.
+    const long = { ...outage, stopForMs: 40_000, durationMs: 120_000 };
+    const [lost] = simulateOutage(['exponential'], {
+      ...long,
+      server: { ...long.server, backlog: 0 },
+    });
+    const [kept] = simulateOutage(['exponential'], {
+      ...long,
+      server: { ...long.server, backlog: 1_000_000 },
+    });
+    expect(lost!.calls).toBeLessThan(kept!.calls);
   });
 
   it('reports every second, with the load of about 100 req/s before the outage and nothing answered during it', () => {
@@ -170,5 +199,99 @@ describe('simulateOutage (seed 004)', () => {
     const [fixed] = simulateOutage(['fixed'], { ...outage, breaker });
     expect(fixed!.recovered).toBe(true);
     expect(fixed!.perSecond.reduce((n, s) => n + s.errors, 0)).toBeGreaterThan(0);
+  });
+});
+
+describe("seed 004's client (client.go), exactly", () => {
+  const policy = retryPolicySchema.parse({
+    baseMs: 100,
+    capMs: 300_000,
+    factor: 2.71828,
+    jitter: 0.1,
+  });
+  /** A Random whose standard normal is √(−2 ln 0.5) = 1.1774…: u = 0.5, v = 0. */
+  const plusOneSd = () => {
+    const values = [0.5, 0];
+    let i = 0;
+    return () => values[i++ % 2]!;
+  };
+  const sd = Math.sqrt(-2 * Math.log(0.5)) * 100;
+
+  it('starts the chain from the last sleep (a think gap), × factor, capped, then ± an absolute 100 ms', () => {
+    expect(seed004Delay('exponential', policy, 10_000, plusOneSd())).toBeCloseTo(27_182.8 + sd, 6);
+    expect(seed004Delay('exponential', policy, 200_000, plusOneSd())).toBeCloseTo(300_000 + sd, 6);
+    // A negative last delay (jitter past zero) stays negative: Go sleeps 0 and keeps it.
+    expect(seed004Delay('exponential', policy, -50, plusOneSd())).toBeCloseTo(-135.914 + sd, 6);
+    expect(seed004Delay('fixed', policy, 10_000, plusOneSd())).toBe(100);
+  });
+
+  const seed004: OutageParams = {
+    ...outage,
+    durationMs: 180_000,
+    server: { ...outage.server, backlog: 4097 },
+    policy,
+    client: 'seed004',
+  };
+
+  it('at the simulator defaults fixed never recovers and exponential is back 3 s after the resume, as the real code was', () => {
+    const [fixed, exponential] = simulateOutage(['fixed', 'exponential'], seed004);
+    expect(fixed!.serverRecovered).toBe(false);
+    expect(fixed!.recovered).toBe(false);
+    expect(exponential!.serverRecoveryMs).toBe(3000);
+    // The real run: 1043, 1067, 1096, then 3.
+    expect(exponential!.perSecond.slice(35, 39).map((s) => s.concurrency)).toEqual([
+      1027, 1054, 1075, 4,
+    ]);
+    // Its clients, asleep in backoffs of ~27 s × 2.718^n, take far longer to come back.
+    expect(exponential!.recoveryMs).toBe(91_000);
+  });
+
+  it('gives the same verdicts at every listen backlog (the refused connections land on resume)', () => {
+    for (const backlog of [129, 1024]) {
+      const [fixed, exponential] = simulateOutage(['fixed', 'exponential'], {
+        ...seed004,
+        server: { ...seed004.server, backlog },
+      });
+      expect(fixed!.serverRecovered).toBe(false);
+      expect(exponential!.serverRecoveryMs).toBe(3000);
+    }
+  });
+
+  it('has only fixed and exponential', () => {
+    expect(() => simulateOutage(['full-jitter'], seed004)).toThrow(
+      /^client: seed004's client retries by fixed or exponential only, got strategy "full-jitter"$/,
+    );
+  });
+});
+
+describe('ClientAgenda', () => {
+  it('takes events in the order EventQueue would: time, then the order they were scheduled', () => {
+    const random = seededRandom(5);
+    const agenda = new ClientAgenda(50);
+    const queue = new EventQueue(4);
+    for (let c = 0; c < 50; c++) {
+      // Whole-millisecond times: many ties, which the scheduling order must break.
+      const t = Math.floor(random() * 20);
+      agenda.add(c, t, c % 4, -c);
+      queue.push(t, c % 4, c, -c);
+    }
+    const seen: number[][] = [];
+    const expected: number[][] = [];
+    for (let step = 0; step < 400; step++) {
+      const more = queue.pop();
+      expect(agenda.peek()).toBe(more);
+      if (!more) break;
+      seen.push([agenda.time, agenda.client, agenda.kind, agenda.arg]);
+      expected.push([queue.time, queue.a, queue.kind, queue.b]);
+      // Each handled event schedules its client's next, or (one in ten) ends the client.
+      if (random() < 0.1) agenda.drop();
+      else {
+        const t = agenda.time + Math.floor(random() * 5);
+        agenda.next(t, (agenda.kind + 1) % 4, step);
+        queue.push(t, (queue.kind + 1) % 4, queue.a, step);
+      }
+    }
+    expect(seen.length).toBeGreaterThan(300);
+    expect(seen).toEqual(expected);
   });
 });

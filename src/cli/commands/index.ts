@@ -9,7 +9,7 @@ type Register = (program: Command) => void;
  */
 const commands: Record<string, () => Promise<Register>> = {
   plan: async () => (await import('./plan.js')).registerPlan,
-  simulate: async () => (await import('./simulate.js')).registerSimulate,
+  simulate: async () => (await import('./simulate/index.js')).registerSimulate,
   worker: async () => (await import('./worker.js')).registerWorker,
   enqueue: async () => (await import('./enqueue.js')).registerEnqueue,
   stats: async () => (await import('./stats.js')).registerStats,

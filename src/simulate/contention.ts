@@ -1,7 +1,7 @@
-import { standardNormal } from '../../util/random.js';
-import type { Random } from '../../util/system.js';
-import type { RetryPolicy } from '../retry-policy.js';
-import { EventQueue } from './event-queue.js';
+import { standardNormal } from '../util/random.js';
+import type { Random } from '../util/system.js';
+import type { RetryPolicy } from '../policy/retry-policy.js';
+import { ClientAgenda } from './client-agenda.js';
 import { policyFor, retryDelay, streamRandom, type SimStrategy } from './sim-strategy.js';
 import { checkContentionWork } from './work-bound.js';
 
@@ -51,7 +51,7 @@ export function simulateContention(
   params: ContentionParams,
 ): ContentionResult[] {
   checkContentionWork(params, strategies.length);
-  const queue = new EventQueue(4 * params.clients);
+  const queue = new ClientAgenda(params.clients);
   const retries = new Int32Array(params.clients);
   const previous = new Float64Array(params.clients);
   return strategies.map((strategy) => {
@@ -77,7 +77,7 @@ function runTrial(
   { clients, netMeanMs, netSdMs }: ContentionParams,
   net: Random,
   backoff: Random,
-  queue: EventQueue,
+  queue: ClientAgenda,
   retries: Int32Array,
   previous: Float64Array,
 ): { calls: number; timeMs: number } {
@@ -85,29 +85,31 @@ function runTrial(
   queue.clear();
   retries.fill(0);
   previous.fill(NaN);
-  for (let client = 0; client < clients; client++) queue.push(delay(), readAtServer, client, 0);
+  for (let client = 0; client < clients; client++) queue.add(client, delay(), readAtServer, 0);
   let version = 0;
   let calls = 0;
   let done = 0;
-  while (queue.pop()) {
-    const { time: now, a: client } = queue;
+  // Each client has one event pending: handling it schedules the client's next (or none).
+  while (queue.peek()) {
+    const { time: now, client } = queue;
     switch (queue.kind) {
       case readAtServer:
-        queue.push(now + delay(), readReply, client, version);
+        queue.next(now + delay(), readReply, version);
         break;
       case readReply:
-        queue.push(now + delay(), writeAtServer, client, queue.b);
+        queue.next(now + delay(), writeAtServer, queue.arg);
         break;
       case writeAtServer: {
         calls++;
-        const fresh = queue.b === version;
+        const fresh = queue.arg === version;
         if (fresh) version++;
-        queue.push(now + delay(), writeReply, client, fresh ? 1 : 0);
+        queue.next(now + delay(), writeReply, fresh ? 1 : 0);
         break;
       }
       case writeReply: {
-        if (queue.b === 1) {
+        if (queue.arg === 1) {
           if (++done === clients) return { calls, timeMs: now };
+          queue.drop();
           break;
         }
         const retry = retries[client]!;
@@ -115,7 +117,7 @@ function runTrial(
         retries[client] = retry + 1;
         previous[client] = wait;
         // Back off, then start over with a fresh read.
-        queue.push(now + wait + delay(), readAtServer, client, 0);
+        queue.next(now + wait + delay(), readAtServer, 0);
         break;
       }
     }

@@ -1,4 +1,4 @@
-import { ConfigError } from '../../errors/config-error.js';
+import { ConfigError } from '../errors/config-error.js';
 
 /** What a contention run's size depends on (its params; no import, so no cycle). */
 export interface ContentionSize {

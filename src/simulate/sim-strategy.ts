@@ -1,7 +1,7 @@
-import type { Random } from '../../util/system.js';
-import { seededRandom } from '../../util/random.js';
-import { computeDelay, strategyNames, type StrategyName } from '../backoff/index.js';
-import type { RetryPolicy } from '../retry-policy.js';
+import type { Random } from '../util/system.js';
+import { seededRandom } from '../util/random.js';
+import { computeDelay, strategyNames, type StrategyName } from '../policy/backoff/index.js';
+import type { RetryPolicy } from '../policy/retry-policy.js';
 
 /**
  * What a simulated client does after a failure: one of the workers'
