@@ -18,6 +18,7 @@ import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { ClockWatch, type ClockStatus } from './clock-watch.js';
 import { FetchPause } from './fetch-pause.js';
+import { trimFairState } from './fair-dispatch.js';
 import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
@@ -225,6 +226,12 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         enqueuedAt: job.timestamp,
         finishedAt: job.finishedOn ?? this.clock.now(),
       });
+    });
+    // Fair dispatch's per-key state goes once the queue drains (keys that came and went).
+    this.bull.on('drained', () => {
+      trimFairState(redis, name, this.bull.opts.prefix ?? 'bull').catch((err: unknown) =>
+        this.logger.debug({ err }, 'could not trim fair-dispatch state'),
+      );
     });
     this.bull.on('error', (err) => {
       this.logger.error({ err }, 'worker error');
