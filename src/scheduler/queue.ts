@@ -151,7 +151,8 @@ export class RequeueQueue<T = unknown> {
       return entry;
     });
     // Keyed jobs are added with their stamps in one MULTI; others as before.
-    if (!entries.some((entry) => entry.dispatch)) return (await this.bull.addBulk(entries)).map(added);
+    if (!entries.some((entry) => entry.dispatch))
+      return (await this.bull.addBulk(entries)).map(added);
     return (await addFair(this.bull, this.redis, this.name, this.prefix, entries)).map(added);
   }
 
