@@ -17,7 +17,7 @@ import {
   dispatchWeightSchema,
   dispatchWeightsSchema,
 } from '../policy/dispatch.js';
-import { addFair, type FairEntry } from './fair-dispatch.js';
+import { addFair, FairBatcher, type FairEntry } from './fair-dispatch.js';
 import { newJobId } from '../util/system.js';
 import { jobIdForKey, keyForJobId } from './job-id.js';
 import type { JobMeta } from '../policy/job-state.js';
@@ -98,6 +98,7 @@ export class RequeueQueue<T = unknown> {
   private readonly policy: RetryPolicy | undefined;
   private readonly weights: Record<string, number>;
   private readonly prefix: string;
+  private readonly fair: FairBatcher;
 
   constructor(
     readonly name: string,
@@ -121,6 +122,9 @@ export class RequeueQueue<T = unknown> {
       prefix: this.prefix,
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     });
+    this.fair = new FairBatcher((entries) =>
+      addFair(this.bull, this.redis, this.name, this.prefix, entries),
+    );
     // Connection trouble surfaces as the rejection of the call that met it;
     // without a listener BullMQ would print every reconnection attempt.
     this.bull.on('error', () => undefined);
@@ -128,7 +132,15 @@ export class RequeueQueue<T = unknown> {
 
   /** Adds one job; with an `idempotencyKey` a second add of that key is a no-op. */
   async add(name: string, data: T, opts: AddOptions = {}): Promise<AddedJob> {
-    if (opts.dispatchKey !== undefined) return (await this.addBulk([{ name, data, opts }]))[0]!;
+    if (opts.dispatchKey !== undefined) {
+      const entry: FairEntry = {
+        name,
+        data: this.validate(data, 'data'),
+        opts: this.jobOptions(name, opts, ''),
+      };
+      this.keyed(entry, opts, '');
+      return added(await this.fair.add(entry));
+    }
     // One script call (BullMQ's add), not a MULTI of one (addBulk): half the cost per job.
     const job = await this.bull.add(
       name,
@@ -153,7 +165,11 @@ export class RequeueQueue<T = unknown> {
     // Keyed jobs are added with their stamps in one MULTI; others as before.
     if (!entries.some((entry) => entry.dispatch))
       return (await this.bull.addBulk(entries)).map(added);
-    return (await addFair(this.bull, this.redis, this.name, this.prefix, entries)).map(added);
+    const results = await addFair(this.bull, this.redis, this.name, this.prefix, entries, true);
+    return results.map((result) => {
+      if (result.status === 'rejected') throw result.reason;
+      return added(result.value);
+    });
   }
 
   /** Counts of jobs per state, the dead ones included. */
