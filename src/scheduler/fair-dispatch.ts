@@ -113,7 +113,11 @@ export class FairBatcher {
         (reason: unknown): PromiseSettledResult<Job>[] =>
           part.map(() => ({ status: 'rejected', reason })),
       );
-      part.forEach((p, i) => p.done(results[i] ?? { status: 'rejected', reason: results[0] }));
+      part.forEach((p, i) =>
+        p.done(
+          results[i] ?? { status: 'rejected', reason: new Error('requeue: the add was not run') },
+        ),
+      );
     }
   }
 }
