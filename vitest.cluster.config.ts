@@ -31,6 +31,8 @@ export default defineConfig({
       'test/integration/webhook.test.ts',
       'test/integration/webhook-isolation.test.ts',
       'test/integration/stream.test.ts',
+      // fair dispatch: the stamp's MULTI and the fair set share the queue's slot
+      'test/integration/fair-dispatch.test.ts',
       // the CLI, crashed workers, and the cluster's own test
       'test/integration/cli.test.ts',
       'test/integration/crash.test.ts',

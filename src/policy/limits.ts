@@ -29,6 +29,12 @@ export const limits = Object.freeze({
   jobName: 200,
   /** Characters of an idempotency key (it becomes the job id, part of Redis keys). */
   idempotencyKey: 512,
+  /** Characters of a dispatch key (a tenant, an endpoint id): it is a member of a Redis set. */
+  dispatchKey: 200,
+  /** A dispatch key's weight, and 1 over its smallest: a key gets weight / Σ weights of the turns. */
+  dispatchWeight: 1_000,
+  /** Entries of a queue's `dispatchWeights` map. */
+  dispatchWeights: 10_000,
   /** Characters of a bearer token. */
   token: 1_024,
   /** Bytes of an intake request body. 64 MiB. */

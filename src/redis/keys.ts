@@ -79,6 +79,12 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     pausedKeys: `${base}:paused`,
     /** Pub/sub channel for pauses. */
     pauseChannel: `${base}:pause-events`,
+    /**
+     * Sorted set: fair dispatch's finish tag per dispatch key (member = key,
+     * score = virtual time), only for keys with jobs waiting; dropped when
+     * BullMQ's 'prioritized' set drains. @see src/redis/lua/fairStamp-4.lua
+     */
+    fair: `${base}:fair`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */

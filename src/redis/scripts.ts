@@ -80,13 +80,48 @@ export async function runScript<T = unknown>(
   keys: readonly Arg[],
   args: readonly Arg[],
 ): Promise<T> {
+  return callScript<Promise<T>>(redis, redis, name, keys, args);
+}
+
+/**
+ * Defines script `name` on `redis` so that transactions made from it after
+ * this call can queue it (see {@link queueScript}).
+ */
+export function defineScript(redis: RedisClient, name: string): void {
   const def = scriptDefinitions()[name];
   if (!def) throw new Error(`requeue: no Lua script named ${name}`);
   const command = commandPrefix + name;
   if (!(command in redis)) redis.defineCommand(command, def);
-  const fn = (redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[command]!;
-  if (def.numberOfKeys === undefined) return fn.call(redis, keys.length, ...keys, ...args);
+}
+
+/**
+ * Queues script `name` on `transaction`, a MULTI (or pipeline) made from
+ * `redis` after {@link defineScript}: it then runs in the same step as the
+ * transaction's other commands (ioredis loads the script before the EXEC).
+ */
+export function queueScript(
+  transaction: object,
+  name: string,
+  keys: readonly Arg[],
+  args: readonly Arg[],
+): void {
+  callScript(transaction, undefined, name, keys, args);
+}
+
+function callScript<R>(
+  target: object,
+  redis: RedisClient | undefined,
+  name: string,
+  keys: readonly Arg[],
+  args: readonly Arg[],
+): R {
+  if (redis) defineScript(redis, name);
+  const def = scriptDefinitions()[name];
+  if (!def) throw new Error(`requeue: no Lua script named ${name}`);
+  const fn = (target as Record<string, ((...a: Arg[]) => R) | undefined>)[commandPrefix + name];
+  if (!fn) throw new Error(`requeue: script ${name} is not defined on this connection`);
+  if (def.numberOfKeys === undefined) return fn.call(target, keys.length, ...keys, ...args);
   if (keys.length !== def.numberOfKeys)
     throw new Error(`requeue: script ${name} takes ${def.numberOfKeys} keys, got ${keys.length}`);
-  return fn.call(redis, ...keys, ...args);
+  return fn.call(target, ...keys, ...args);
 }

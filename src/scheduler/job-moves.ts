@@ -44,6 +44,8 @@ export interface BullKeys {
   /** Sorted set of delayed jobs, scored {@link delayedScore}. */
   readonly delayed: string;
   readonly prioritized: string;
+  /** BullMQ's priority counter: a prioritized job's score is priority × 2^32 + its next value. */
+  readonly pc: string;
   readonly completed: string;
   readonly failed: string;
 }
@@ -61,6 +63,7 @@ export function bullKeys(name: string, prefix = 'bull'): BullKeys {
     events: `${base}events`,
     delayed: `${base}delayed`,
     prioritized: `${base}prioritized`,
+    pc: `${base}pc`,
     completed: `${base}completed`,
     failed: `${base}failed`,
   };

@@ -1,7 +1,7 @@
 import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
 import type { z } from 'zod';
 import { ConfigError } from '../errors/config-error.js';
-import { formatZodError } from '../util/parse-config.js';
+import { formatZodError, parseConfig } from '../util/parse-config.js';
 import { limits } from '../policy/limits.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
 import {
@@ -11,6 +11,13 @@ import {
 } from '../policy/retry-policy.js';
 import { isCluster, resolveRedis, type RedisClient, type RedisLike } from '../redis/connection.js';
 import { bullPrefix, requeueKeys } from '../redis/keys.js';
+import {
+  dispatchCost,
+  dispatchKeySchema,
+  dispatchWeightSchema,
+  dispatchWeightsSchema,
+} from '../policy/dispatch.js';
+import { addFair, FairBatcher, type FairEntry } from './fair-dispatch.js';
 import { newJobId } from '../util/system.js';
 import { jobIdForKey, keyForJobId } from './job-id.js';
 import type { JobMeta } from '../policy/job-state.js';
@@ -37,6 +44,13 @@ export interface QueueOptions<T = unknown> {
   policy?: RetryPolicyInput;
   /** A zod schema payloads must satisfy; a bad payload is refused at `add`. */
   schema?: z.ZodType<T>;
+  /**
+   * Weights of dispatch keys (see {@link AddOptions.dispatchKey}): a key's
+   * share of the turns is its weight over the sum of the waiting keys'
+   * weights. From 0.001 to 1000; 0 is refused (the key would never run).
+   * @defaultValue every key weighs `1`
+   */
+  dispatchWeights?: Record<string, number>;
 }
 
 /** Options of one {@link RequeueQueue.add}. */
@@ -49,6 +63,19 @@ export interface AddOptions {
   delayMs?: number;
   /** Extra string fields for a worker kind (stream id, endpoint id). */
   tags?: Record<string, string>;
+  /**
+   * Fair dispatch: the job's key (a tenant, an endpoint; 1–200 characters).
+   * Jobs of different keys take turns (start-time fair queuing), so one
+   * key's backlog delays only that key. A keyed job waits in BullMQ's
+   * 'prioritized' set; jobs without a key (BullMQ's wait list) go first.
+   * @defaultValue none: first in, first out
+   */
+  dispatchKey?: string;
+  /**
+   * The key's weight for this job, over the queue's `dispatchWeights`.
+   * @defaultValue the queue's weight of the key, else `1`
+   */
+  dispatchWeight?: number;
 }
 
 /** A job as {@link RequeueQueue.add} reports it. */
@@ -69,6 +96,9 @@ export class RequeueQueue<T = unknown> {
   private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly policy: RetryPolicy | undefined;
+  private readonly weights: Record<string, number>;
+  private readonly prefix: string;
+  private readonly fair: FairBatcher;
 
   constructor(
     readonly name: string,
@@ -76,16 +106,25 @@ export class RequeueQueue<T = unknown> {
   ) {
     parseQueueName(name, 'queue');
     if (options.prefix !== undefined) parseBullPrefix(options.prefix, 'queue.prefix');
+    // Every option is checked before a connection is opened: a refused one leaves none behind.
+    this.policy =
+      options.policy === undefined ? undefined : parseRetryPolicy(options.policy, 'queue.policy');
+    this.weights =
+      options.dispatchWeights === undefined
+        ? {}
+        : parseConfig(dispatchWeightsSchema, options.dispatchWeights, 'queue.dispatchWeights');
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;
-    this.policy =
-      options.policy === undefined ? undefined : parseRetryPolicy(options.policy, 'queue.policy');
+    this.prefix = bullPrefix(name, isCluster(redis), options.prefix);
     this.bull = new Queue(name, {
       connection: redis,
-      prefix: bullPrefix(name, isCluster(redis), options.prefix),
+      prefix: this.prefix,
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     });
+    this.fair = new FairBatcher((entries) =>
+      addFair(this.bull, this.redis, this.name, this.prefix, entries),
+    );
     // Connection trouble surfaces as the rejection of the call that met it;
     // without a listener BullMQ would print every reconnection attempt.
     this.bull.on('error', () => undefined);
@@ -93,6 +132,15 @@ export class RequeueQueue<T = unknown> {
 
   /** Adds one job; with an `idempotencyKey` a second add of that key is a no-op. */
   async add(name: string, data: T, opts: AddOptions = {}): Promise<AddedJob> {
+    if (opts.dispatchKey !== undefined) {
+      const entry: FairEntry = {
+        name,
+        data: this.validate(data, 'data'),
+        opts: this.jobOptions(name, opts, ''),
+      };
+      this.keyed(entry, opts, '');
+      return added(await this.fair.add(entry));
+    }
     // One script call (BullMQ's add), not a MULTI of one (addBulk): half the cost per job.
     const job = await this.bull.add(
       name,
@@ -104,12 +152,24 @@ export class RequeueQueue<T = unknown> {
 
   /** Adds many jobs in one round trip (atomically, as BullMQ's addBulk does). */
   async addBulk(jobs: { name: string; data: T; opts?: AddOptions }[]): Promise<AddedJob[]> {
-    const entries = jobs.map(({ name, data, opts = {} }, index) => ({
-      name,
-      data: this.validate(data, jobs.length > 1 ? `jobs.${index}.data` : 'data'),
-      opts: this.jobOptions(name, opts, jobs.length > 1 ? `jobs.${index}.` : ''),
-    }));
-    return (await this.bull.addBulk(entries)).map(added);
+    const entries = jobs.map(({ name, data, opts = {} }, index): FairEntry => {
+      const label = jobs.length > 1 ? `jobs.${index}.` : '';
+      const entry: FairEntry = {
+        name,
+        data: this.validate(data, `${label}data`),
+        opts: this.jobOptions(name, opts, label),
+      };
+      if (opts.dispatchKey !== undefined) this.keyed(entry, opts, label);
+      return entry;
+    });
+    // Keyed jobs are added with their stamps in one MULTI; others as before.
+    if (!entries.some((entry) => entry.dispatch))
+      return (await this.bull.addBulk(entries)).map(added);
+    const results = await addFair(this.bull, this.redis, this.name, this.prefix, entries, true);
+    return results.map((result) => {
+      if (result.status === 'rejected') throw result.reason;
+      return added(result.value);
+    });
   }
 
   /** Counts of jobs per state, the dead ones included. */
@@ -121,6 +181,17 @@ export class RequeueQueue<T = unknown> {
   async close(): Promise<void> {
     await this.bull.close();
     if (this.owned) this.redis.disconnect();
+  }
+
+  /** Makes `entry` a keyed job: BullMQ priority 1, then its fair stamp. */
+  private keyed(entry: FairEntry, opts: AddOptions, label: string): void {
+    const key = parseConfig(dispatchKeySchema, opts.dispatchKey, `${label}dispatchKey`);
+    const weight =
+      opts.dispatchWeight !== undefined
+        ? parseConfig(dispatchWeightSchema, opts.dispatchWeight, `${label}dispatchWeight`)
+        : (this.weights[key] ?? 1);
+    entry.opts.priority = 1;
+    entry.dispatch = { key, cost: dispatchCost(weight) };
   }
 
   private validate(data: T, label: string): T {

@@ -19,6 +19,7 @@ import { TypedEmitter, type WorkerEvents } from './events.js';
 import { ClockWatch, type ClockStatus } from './clock-watch.js';
 import { childFailure, processDeferredFailures } from './deferred-failure.js';
 import { FetchPause } from './fetch-pause.js';
+import { trimFairState } from './fair-dispatch.js';
 import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
@@ -227,6 +228,12 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         enqueuedAt: job.timestamp,
         finishedAt: job.finishedOn ?? this.clock.now(),
       });
+    });
+    // Fair dispatch's per-key state goes once the queue drains (keys that came and went).
+    this.bull.on('drained', () => {
+      trimFairState(redis, name, this.bull.opts.prefix ?? 'bull').catch((err: unknown) =>
+        this.logger.debug({ err }, 'could not trim fair-dispatch state'),
+      );
     });
     this.bull.on('error', (err) => {
       this.logger.error({ err }, 'worker error');

@@ -57,7 +57,7 @@ it(`conserves ${jobs} keyed jobs while 4 workers are SIGKILLed at random at leas
     await real.start();
     const startedAt = Date.now();
     const pending = async () => {
-      const counts = await real.queue.bull.getJobCounts('wait', 'delayed', 'active');
+      const counts = await real.queue.bull.getJobCounts('wait', 'prioritized', 'delayed', 'active');
       return Object.values(counts).reduce((a, b) => a + b, 0);
     };
     // One killer per worker: it waits a random 0.3–2.3 s, SIGKILLs its worker

@@ -336,6 +336,7 @@ describe('BullMQ internals used by job-moves.ts', () => {
     const keys = bullKeys(t.name);
     expect(t.queue.keys.delayed).toBe(keys.delayed);
     expect(t.queue.keys.prioritized).toBe(keys.prioritized);
+    expect(t.queue.keys.pc).toBe(keys.pc);
     expect(t.queue.keys.completed).toBe(keys.completed);
     expect(t.queue.keys.failed).toBe(keys.failed);
     // Three jobs due in the same millisecond get three scores in that millisecond's range.

@@ -200,6 +200,8 @@ export class Add extends Base {
   constructor(
     readonly key: string | undefined,
     readonly plan: Outcome[][],
+    /** Fair dispatch's key (issue 22): the job waits in BullMQ's 'prioritized' set. */
+    readonly dispatchKey?: string,
   ) {
     super();
   }
@@ -207,11 +209,10 @@ export class Add extends Base {
   override async act(m: Model, r: RealSystem): Promise<void> {
     const seq = m.nextSeq++;
     const data: ModelJobData = { seq, plan: this.plan };
-    const added = await r.queue.add(
-      'model',
-      data,
-      this.key !== undefined ? { idempotencyKey: this.key } : {},
-    );
+    const added = await r.queue.add('model', data, {
+      ...(this.key !== undefined && { idempotencyKey: this.key }),
+      ...(this.dispatchKey !== undefined && { dispatchKey: this.dispatchKey }),
+    });
     if (this.key === undefined) {
       m.add(seq, undefined, this.plan, added.id);
       if (!/^[A-Za-z][-0-9A-Z_a-z]{17}$/.test(added.id) && !m.notes.includes('keyless-ids')) {
@@ -228,7 +229,8 @@ export class Add extends Base {
     r.journal.push(`   seq ${seq} → ${added.id} ${created ? 'created' : '(no-op: key taken)'}`);
   }
   toString(): string {
-    return `add(${this.key === undefined ? 'keyless' : `key=${this.key}`}, ${showPlan(this.plan)})`;
+    const fair = this.dispatchKey === undefined ? '' : `, dispatch=${this.dispatchKey}`;
+    return `add(${this.key === undefined ? 'keyless' : `key=${this.key}`}, ${showPlan(this.plan)}${fair})`;
   }
 }
 
@@ -583,6 +585,16 @@ export function commandArbs(without: ReadonlySet<string>): fc.Arbitrary<Cmd>[] {
         .array(fc.tuple(fc.constantFrom(...reservedNames()), plan), { minLength: 1, maxLength: 4 })
         .map((adds) => new AddReservedKeys(adds.map(([k, p]) => new Add(k, p)))),
       2,
+    ],
+    [
+      'fair',
+      fc
+        .array(
+          fc.tuple(fc.option(key, { nil: undefined }), plan, fc.constantFrom('d0', 'd1', 'd2')),
+          { minLength: 1, maxLength: 5 },
+        )
+        .map((adds) => new AddMany(adds.map(([k, p, d]) => new Add(k, p, d)))),
+      3,
     ],
     ['pause', fc.integer({ min: 20, max: 400 }).map((ms) => new Pause(ms)), 3],
     ['crash', fc.integer({ min: 0, max: 1 }).map((i) => new CrashWorker(i)), 1],

@@ -288,9 +288,16 @@ export function webhookJobKey(job: Pick<WebhookJobInput, 'endpoint' | 'event'>):
 }
 
 /** Options of {@link enqueueWebhook}. */
-export interface EnqueueWebhookOptions extends Omit<AddOptions, 'idempotencyKey'> {
+export interface EnqueueWebhookOptions extends Omit<AddOptions, 'idempotencyKey' | 'dispatchKey'> {
   /** Stamps `event.timestamp` when the job has none. @defaultValue the system clock */
   clock?: Clock;
+  /**
+   * The job's dispatch key ({@link AddOptions.dispatchKey}): endpoints take
+   * turns, so one endpoint's backlog delays only its own events. `false`
+   * adds the job first in, first out.
+   * @defaultValue `endpoint.id`
+   */
+  dispatchKey?: string | false;
 }
 
 /**
@@ -298,11 +305,12 @@ export interface EnqueueWebhookOptions extends Omit<AddOptions, 'idempotencyKey'
  * `event.timestamp` stamped when missing so every attempt sends the same
  * body, and keyed by {@link webhookJobKey} so adding the same event for the
  * same endpoint twice delivers it once. The job's name is the event type.
+ * Its dispatch key is the endpoint: endpoints take turns.
  */
 export async function enqueueWebhook(
   queue: RequeueQueue<WebhookJob> | RequeueQueue<unknown>,
   job: WebhookJobInput,
-  { clock = systemClock, ...options }: EnqueueWebhookOptions = {},
+  { clock = systemClock, dispatchKey, ...options }: EnqueueWebhookOptions = {},
 ): Promise<AddedJob> {
   const data = parseConfig(webhookJobSchema, job, 'webhook');
   data.event.timestamp ??= new Date(clock.now()).toISOString();
@@ -313,6 +321,7 @@ export async function enqueueWebhook(
     Object.assign({}, options, {
       idempotencyKey: webhookJobKey(data),
       tags: Object.assign({}, options.tags, { endpoint: data.endpoint.id }),
+      ...(dispatchKey !== false && { dispatchKey: dispatchKey ?? data.endpoint.id }),
     }),
   );
 }
