@@ -62,7 +62,7 @@ export const jobStateSchema = z.object({
   deferrals: z.number().int().default(0),
   /** Tokens the last retry took from the budget: a success gives them back. */
   lastRetryCost: z.number().optional(),
-  /** The failures of this job its breaker counted (first one's time, how many): a success takes them back. */
+  /** This job's failure its breaker counted (when, and failed attempts since): a success takes it back. */
   breakerStreak: z.object({ failedAt: z.number(), failures: z.number().int().min(1) }).optional(),
 });
 export type JobState = z.infer<typeof jobStateSchema>;

@@ -33,9 +33,10 @@ export interface OutcomeBatch {
   /** Failures after the last success of the batch (all of them if none succeeded). */
   trailingFailures: number;
   /**
-   * What the batch adds to the window when a success takes back its job's
-   * failures (`countJob`, `src/policy/breaker/job-count.ts`): both may be
-   * 0 or negative. Absent: `successes + failures` outcomes and `failures`.
+   * What the batch adds to the window when it counts jobs (`countJob`,
+   * `src/policy/breaker/job-count.ts`): 0 for a retry of a job already
+   * counted, −1 failure for one that succeeded. Absent: one outcome per
+   * attempt, `successes + failures` and `failures`.
    */
   counted?: { total: number; failures: number };
 }

@@ -429,7 +429,7 @@ function succeeded<T>(
   const { attempt, meta, life, state, handle, breakerKey } = a;
   handle.forget();
   if (breakerKey !== undefined) {
-    // A job that succeeds takes back the failures its breaker counted.
+    // A job that succeeds takes back the failure its breaker counted.
     const counted = ctx.gate.countJob(true, state.breakerStreak, finishedAt);
     ctx.gate
       .outcome(breakerKey, true, a.probeId, counted)
@@ -492,7 +492,7 @@ async function failed<T>(
       status,
       paused: pauseUntil > 0,
     });
-    // Counted, and kept with the job, so that its success can take it back.
+    // Counted once per job, and kept with it, so that its success can take it back.
     const counted =
       healthy || probeId !== undefined
         ? undefined

@@ -139,8 +139,8 @@ export class BreakerGate {
   /**
    * Records an attempt's outcome for `key`'s window. A probe's result is
    * sent at once (it decides the circuit); others wait for the next batch.
-   * `counted`: what the attempt adds to the window (`countJob`: a success
-   * takes back its job's counted failures); one outcome when absent.
+   * `counted`: what the attempt adds to the window (`countJob`: jobs, each
+   * by its latest attempt); one outcome per attempt when absent.
    */
   outcome(
     key: string,
@@ -182,7 +182,7 @@ export class BreakerGate {
     return undefined;
   }
 
-  /** What an attempt adds to its breaker's window (`countJob`): a success takes its job's failures back. */
+  /** What an attempt adds to its breaker's window (`countJob`): jobs, each by its latest attempt. */
   countJob(success: boolean, streak: FailureStreak | undefined, now: number): JobCount | undefined {
     return this.options.breaker ? countJob(success, streak, now, this.options.breaker) : undefined;
   }

@@ -209,38 +209,37 @@ describe('a breaker that tells flaky from down (pure policy)', () => {
   });
 });
 
-describe('a success takes back its job’s failures (countJob)', () => {
+describe('the window counts jobs (countJob)', () => {
   const o = parseBreakerOptions({ windowMs: 10_000, buckets: 10 });
 
-  it('every failure counts as it happens; a success after k of them adds 1 − k outcomes and −k failures', () => {
+  it('a first failure adds a job and a failure; its retry adds nothing if it fails, takes it back if it succeeds', () => {
     const first = countJob(false, undefined, T0, o);
     expect(first).toEqual({ total: 1, failures: 1, streak: { failedAt: T0, failures: 1 } });
     const second = countJob(false, first.streak, T0 + 500, o);
-    expect(second).toEqual({ total: 1, failures: 1, streak: { failedAt: T0, failures: 2 } });
-    // Three attempts, two failed then one succeeded: one outcome, a success.
+    expect(second).toEqual({ total: 0, failures: 0, streak: { failedAt: T0, failures: 2 } });
     expect(countJob(true, second.streak, T0 + 900, o)).toEqual({
-      total: -1,
-      failures: -2,
+      total: 0,
+      failures: -1,
       streak: undefined,
     });
     expect(countJob(true, undefined, T0, o)).toEqual({ total: 1, failures: 0, streak: undefined });
   });
 
-  it('failures that may have left the window (the first older than the window less a bucket) are not taken back', () => {
+  it('a failure that may have left the window (older than the window less a bucket) counts afresh', () => {
     const streak = { failedAt: T0, failures: 3 };
-    expect(countJob(true, streak, T0 + 8_999, o).failures).toBe(-3);
+    expect(countJob(true, streak, T0 + 8_999, o).failures).toBe(-1);
     expect(countJob(true, streak, T0 + 9_000, o)).toEqual({
       total: 1,
       failures: 0,
       streak: undefined,
     });
-    // A new streak starts when the old one may have left the window.
-    expect(countJob(false, streak, T0 + 9_000, o).streak).toEqual({
-      failedAt: T0 + 9_000,
+    expect(countJob(false, streak, T0 + 9_000, o)).toEqual({
+      total: 1,
       failures: 1,
+      streak: { failedAt: T0 + 9_000, failures: 1 },
     });
-    // A streak dated in the future (another worker's clock ahead) is not taken back.
-    expect(countJob(true, { failedAt: T0 + 1, failures: 1 }, T0, o).failures).toBe(0);
+    // A failure dated in the future (another worker's clock ahead) is not taken back.
+    expect(countJob(true, { failedAt: T0 + 1, failures: 1 }, T0, o).total).toBe(1);
   });
 
   it('the window is judged with failures within [0, total]', () => {

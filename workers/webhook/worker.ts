@@ -62,11 +62,13 @@ export type WebhookJobInput = z.input<typeof webhookJobSchema>;
 /**
  * The breaker every webhook process runs unless told otherwise. It counts
  * what says an endpoint is down (timeouts, refused connections, 5xx; never a
- * 429, which only pauses the endpoint), and an event that is delivered
- * takes its failures back, so a flaky endpoint whose retries succeed does
- * not look down. It trips when nearly every delivery fails (95 % of at
- * least 10 in 60 s: a hanging endpoint's timeouts reach 10 within the
- * window even through its bulkhead of 4), stays open 5 s (doubling up to
+ * 429, which only pauses the endpoint), by event: an event counts once,
+ * by its latest attempt, so one whose retry is delivered takes its failure
+ * back and a flaky endpoint whose retries succeed does not look down. It
+ * trips when nearly every event fails (95 % of at least 20 in 90 s: a
+ * hanging endpoint's timeouts reach 20 events within the window even
+ * through its bulkhead of 4, at 75 s; an endpoint with fewer events than
+ * that in the window never trips), stays open 5 s (doubling up to
  * 30 s while it keeps failing), then lets retries probe first (first
  * attempts 1 s later), one at a time and one more per success, and closes
  * when 2 of 4 succeed; 3 failed probes reopen it. Down, an endpoint gets at
@@ -74,9 +76,9 @@ export type WebhookJobInput = z.input<typeof webhookJobSchema>;
  */
 export const webhookBreakerDefaults = Object.freeze({
   failureRate: 0.95,
-  minimumRequests: 10,
-  windowMs: 60_000,
-  buckets: 12,
+  minimumRequests: 20,
+  windowMs: 90_000,
+  buckets: 18,
   openMs: 5_000,
   openFactor: 2,
   maxOpenMs: 30_000,

@@ -3,34 +3,35 @@ import type { BreakerOptions } from './breaker-options.js';
 import type { WindowStats } from './breaker.js';
 
 /**
- * What one attempt adds to its breaker's window. Every failed attempt is
- * one failure, as it happens, so a down dependency opens the circuit after
- * `minimumRequests` calls however many of them are retries; but a job that
- * then succeeds takes back the failures it added (those still in the
- * window): it counts as its single outcome, a success. A retry that
- * succeeds is evidence the dependency is up, so a flaky dependency whose
- * retries succeed does not look down, while a down one, whose retries fail
- * too, keeps every failure.
+ * What one attempt adds to its breaker's window: the window counts jobs,
+ * each by its latest attempt. A job's first counted failure adds an outcome
+ * and a failure; a retry of that job adds nothing when it fails again, and
+ * takes the failure back when it succeeds — a retry that succeeds is
+ * evidence the dependency is up, so a flaky dependency whose retries
+ * succeed does not look down, while a down one, whose retries fail too,
+ * keeps every failure. (Attempts are still what `consecutiveFailures`
+ * counts.) A job whose counted failure may have left the window counts
+ * afresh.
  */
 export interface JobCount {
-  /** Outcomes added to the window: 1, or 1 − k for a success after k counted failures. */
+  /** Outcomes added to the window: 1 for a job not counted yet, else 0. */
   total: number;
-  /** Failures added: 1 for a failure, −k for a success after k counted failures, else 0. */
+  /** Failures added: 1, 0, or −1 (the job's counted failure taken back). */
   failures: number;
-  /** The job's failures the window holds, after this attempt (undefined: none). */
+  /** The job's failure the window holds, after this attempt (undefined: none). */
   streak: FailureStreak | undefined;
 }
 
-/** A job's failures counted by its breaker and not yet taken back. */
+/** A job's failure counted by its breaker and not yet taken back. */
 export interface FailureStreak {
-  /** When the first of them was counted (the worker's clock). */
+  /** When it was counted (the worker's clock). */
   failedAt: number;
-  /** How many. */
+  /** The job's failed attempts since (1 or more), for the record. */
   failures: number;
 }
 
 /**
- * @param streak the job's counted failures so far (its state's
+ * @param streak the job's counted failure so far (its state's
  *   `breakerStreak`), or undefined.
  */
 export function countJob(
@@ -40,23 +41,17 @@ export function countJob(
   options: Pick<BreakerOptions, 'windowMs' | 'buckets'>,
 ): JobCount {
   const held = stillCounted(streak, now, options) ? streak : undefined;
-  if (!success)
-    return {
-      total: 1,
-      failures: 1,
-      streak: held
-        ? { failedAt: held.failedAt, failures: held.failures + 1 }
-        : { failedAt: now, failures: 1 },
-    };
-  const k = held?.failures ?? 0;
-  return { total: 1 - k, failures: 0 - k, streak: undefined };
+  if (success) return { total: held ? 0 : 1, failures: held ? -1 : 0, streak: undefined };
+  return held
+    ? { total: 0, failures: 0, streak: { failedAt: held.failedAt, failures: held.failures + 1 } }
+    : { total: 1, failures: 1, streak: { failedAt: now, failures: 1 } };
 }
 
 /**
- * Whether a streak's failures are surely all still in the window: its
- * first is younger than the window less one bucket (the live buckets always
- * cover that much), so what a success takes back is what the window holds.
- * Otherwise the success takes back nothing (erring towards opening).
+ * Whether a counted failure is surely still in the window: younger than
+ * the window less one bucket (the live buckets always cover that much), so
+ * what a success takes back is what the window holds. Otherwise the job
+ * counts afresh (erring towards opening).
  */
 function stillCounted(
   streak: FailureStreak | undefined,

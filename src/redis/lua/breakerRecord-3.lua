@@ -5,9 +5,9 @@
   ARGV: bucketMs, buckets (used only by a new window), total, failures,
         trailing failures, had a success (1/0), breaker key,
         time override in ms ('' = Redis's TIME; tests only),
-        attempts in the batch ('' = total). `total` and `failures` may be
-        0 or negative (a job's success takes back its counted failures)
-        while attempts still happened.
+        attempts in the batch ('' = total). Counting jobs, `total` and
+        `failures` may be 0, and `failures` negative (a retry's success
+        takes its job's failure back), while attempts still happened.
   Returns {total, failures, failures in a row, state JSON, version,
            bucketMs, buckets} (the geometry actually used).
 ]]
