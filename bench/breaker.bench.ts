@@ -9,6 +9,8 @@
  *    requeue without the breaker runs too, for context.
  * 2. Trip → stop: worker processes on a steady stream; after each trip, the
  *    time until the last of them starts its last handler call.
+ * 3. `--only flaky`: flaky is not down (`bench/breaker-scenarios.ts`), with
+ *    `--reference <checkout>` side by side.
  */
 import { randomUUID } from 'node:crypto';
 import { relative } from 'node:path';
@@ -20,6 +22,7 @@ import { writeResultsSection } from './support/results-file.js';
 import { createRedis } from '../src/redis/connection.js';
 import { startRedisServer, type RedisServerHandle } from '../src/redis/redis-server.js';
 import { callDependency, startDependency } from '../test/fixtures/breaker-dependency.js';
+import { runScenarios } from './breaker-scenarios.js';
 import { measureStopping, stopBreaker, type TripKind, type TripSample } from './breaker-stop.js';
 import { runThroughput, sideLabels, type SideKey, type Work } from './breaker-throughput.js';
 import { cleanQueue } from './support/clean-queue.js';
@@ -41,6 +44,10 @@ interface Options {
   dependency: boolean;
   skipThroughput: boolean;
   skipStop: boolean;
+  /** `--only flaky`: the flaky, mix, down and burst scenarios instead. */
+  flaky: boolean;
+  /** Another built checkout to run beside this one (`--only flaky`). */
+  reference: string | undefined;
   resultsPath: string | undefined;
   timeoutMs: number;
 }
@@ -54,7 +61,8 @@ const usage = `Usage: node --import tsx bench/breaker.bench.ts [options]
   --workers <n>             worker processes for the stop time (default 4)
   --worker-concurrency <n>  concurrency of each of those (default 4)
   --dependency              throughput handlers call a loopback HTTP server (default: return at once)
-  --only <part>             throughput | stop
+  --only <part>             throughput | stop | flaky
+  --reference <dir>         with --only flaky: another built checkout, run side by side
   --results <path>          results file (default bench/RESULTS.md)
   --no-results              do not write the results file
   --timeout-s <n>           fail a throughput run that takes longer (default 300)
@@ -74,6 +82,7 @@ function parseOptions(argv: string[]): Options | 'help' {
       'worker-concurrency': { type: 'string' },
       dependency: { type: 'boolean' },
       only: { type: 'string' },
+      reference: { type: 'string' },
       results: { type: 'string' },
       'no-results': { type: 'boolean' },
       'timeout-s': { type: 'string' },
@@ -81,8 +90,8 @@ function parseOptions(argv: string[]): Options | 'help' {
     },
   });
   if (values.help) return 'help';
-  if (values.only !== undefined && !['throughput', 'stop'].includes(values.only)) {
-    throw new RangeError(`--only must be throughput or stop, got "${values.only}"`);
+  if (values.only !== undefined && !['throughput', 'stop', 'flaky'].includes(values.only)) {
+    throw new RangeError(`--only must be throughput, stop or flaky, got "${values.only}"`);
   }
   const int = (name: keyof typeof values, fallback: number): number => {
     const raw = values[name];
@@ -103,6 +112,8 @@ function parseOptions(argv: string[]): Options | 'help' {
     dependency: values.dependency ?? false,
     skipThroughput: values.only === 'stop',
     skipStop: values.only === 'throughput',
+    flaky: values.only === 'flaky',
+    reference: values.reference,
     resultsPath: values['no-results'] ? undefined : (values.results ?? 'bench/RESULTS.md'),
     timeoutMs: int('timeout-s', 300) * 1000,
   };
@@ -463,6 +474,20 @@ async function main(): Promise<void> {
     return;
   }
   const options = parsed;
+  if (options.flaky) {
+    const probe = createRedis('redis://127.0.0.1:6379');
+    const machine = await describeMachine(probe).finally(() => probe.disconnect());
+    await runScenarios({
+      roots: [process.cwd(), ...(options.reference ? [options.reference] : [])],
+      bursts: 3,
+      cases: ['flaky', 'mix', 'mix-503', 'down'],
+      resultsPath: options.resultsPath,
+      command: commandLine(),
+      machine,
+      log,
+    });
+    return;
+  }
   const startedAt = new Date();
   const clock = performance.now();
   const server: RedisServerHandle = await startRedisServer({ appendonly: false });

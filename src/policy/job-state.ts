@@ -62,6 +62,8 @@ export const jobStateSchema = z.object({
   deferrals: z.number().int().default(0),
   /** Tokens the last retry took from the budget: a success gives them back. */
   lastRetryCost: z.number().optional(),
+  /** This job's failure its breaker counted (when, and failed attempts since): a success takes it back. */
+  breakerStreak: z.object({ failedAt: z.number(), failures: z.number().int().min(1) }).optional(),
 });
 export type JobState = z.infer<typeof jobStateSchema>;
 
@@ -101,6 +103,8 @@ export function changeState(state: JobState, changes: Partial<JobState>): JobSta
   if (previousDelayMs !== undefined) next.previousDelayMs = previousDelayMs;
   const lastRetryCost = 'lastRetryCost' in changes ? changes.lastRetryCost : state.lastRetryCost;
   if (lastRetryCost !== undefined) next.lastRetryCost = lastRetryCost;
+  const breakerStreak = 'breakerStreak' in changes ? changes.breakerStreak : state.breakerStreak;
+  if (breakerStreak !== undefined) next.breakerStreak = breakerStreak;
   return next;
 }
 

@@ -146,6 +146,26 @@ export function addToWindow(
   return { geometry, counters, other: window.other };
 }
 
+/**
+ * The window without `letter`'s counters and without the `other` fields
+ * named in `forget`, as the breaker's close from half-open leaves it
+ * (`breakerCas`, mode 2: failures and failures in a row forgotten, the jobs
+ * counted kept).
+ */
+export function dropCounters(
+  window: WindowHash,
+  letter: string,
+  forget: readonly string[] = [],
+): WindowHash {
+  const counters = Object.fromEntries(
+    Object.entries(window.counters).filter(([name]) => !name.endsWith(`:${letter}`)),
+  );
+  const other = Object.fromEntries(
+    Object.entries(window.other).filter(([name]) => !forget.includes(name)),
+  );
+  return { geometry: window.geometry, counters, other };
+}
+
 /** A window with nothing in it yet. */
 export const emptyWindow: WindowHash = Object.freeze({
   geometry: undefined,

@@ -13,6 +13,7 @@ import {
   type WindowStats,
 } from '../policy/breaker/breaker.js';
 import { parseBreakerState } from '../policy/breaker/breaker-state.js';
+import { windowStats } from '../policy/breaker/job-count.js';
 import { geometryFor, windowLengthMs, windowSums, type WindowGeometry } from '../policy/window.js';
 import { requeueKeys } from './keys.js';
 import { runScript } from './scripts.js';
@@ -31,6 +32,13 @@ export interface OutcomeBatch {
   failures: number;
   /** Failures after the last success of the batch (all of them if none succeeded). */
   trailingFailures: number;
+  /**
+   * What the batch adds to the window when it counts jobs (`countJob`,
+   * `src/policy/breaker/job-count.ts`): 0 for a retry of a job already
+   * counted, −1 failure for one that succeeded. Absent: one outcome per
+   * attempt, `successes + failures` and `failures`.
+   */
+  counted?: { total: number; failures: number };
 }
 
 /** What `requeue breaker status` shows for one key. */
@@ -130,11 +138,12 @@ export class BreakerStore {
       },
       {
         geometry: this.geometry,
-        total: batch.successes + batch.failures,
-        failures: batch.failures,
+        total: batch.counted?.total ?? batch.successes + batch.failures,
+        failures: batch.counted?.failures ?? batch.failures,
         trailingFailures: batch.trailingFailures,
         hadSuccess: batch.successes > 0,
         breakerKey: key,
+        attempts: batch.successes + batch.failures,
       },
     );
     if (
@@ -142,11 +151,7 @@ export class BreakerStore {
       recorded.geometry.buckets !== this.geometry.buckets
     )
       this.hooks.onForeignGeometry?.(key, recorded.geometry, this.geometry);
-    const stats: WindowStats = {
-      total: recorded.total,
-      failures: recorded.failures,
-      consecutiveFailures: recorded.consecutiveFailures,
-    };
+    const stats = windowStats(recorded.total, recorded.failures, recorded.consecutiveFailures);
     const first = { state: parseBreakerState(recorded.rawState), version: recorded.version };
     const { message } = await this.change(
       key,
@@ -156,14 +161,18 @@ export class BreakerStore {
     return message;
   }
 
-  /** Asks whether a job may run now; may move open → half-open and take a probe slot. */
+  /**
+   * Asks whether a job may run now; may move open → half-open and take a
+   * probe slot. `retry`: the job already failed (retries probe first).
+   */
   async admit(
     key: string,
     probeId: string,
     now: number,
+    retry = true,
   ): Promise<{ admission: Admission; message?: BreakerMessage }> {
     const { verdict, message } = await this.change(key, (state) =>
-      admit(state, now, probeId, this.options),
+      admit(state, now, probeId, this.options, retry),
     );
     return { admission: verdict, ...(message ? { message } : {}) };
   }
@@ -222,15 +231,13 @@ export class BreakerStore {
       readWindow(this.redis, this.keys.breakerWindow(key)),
     ]);
     const sums = windowSums(window, nowMs);
-    const total = sums.t ?? 0;
-    const failures = sums.f ?? 0;
+    const stats = windowStats(sums.t ?? 0, sums.f ?? 0, Number(window.other.cf ?? 0));
+    const { total, failures } = stats;
     return {
       key,
       state,
       window: {
-        total,
-        failures,
-        consecutiveFailures: Number(window.other.cf ?? 0),
+        ...stats,
         failureRate: total > 0 ? failures / total : 0,
         geometry: window.geometry,
       },
@@ -267,7 +274,8 @@ export class BreakerStore {
           key,
           this.keys.breakerChannel,
           message ? JSON.stringify(message) : '',
-          clearWindow || next.transition === 'closed' ? 1 : 0,
+          // A reset clears the window; a close from half-open forgets its failures only.
+          clearWindow ? 1 : next.transition === 'closed' ? 2 : 0,
         ],
       );
       if (written === 1) return { verdict: next.verdict, ...(message ? { message } : {}) };

@@ -69,6 +69,8 @@ export async function recordBreakerWindow(
     trailingFailures: number;
     hadSuccess: boolean;
     breakerKey: string;
+    /** Attempts in the batch, when `total` is what they add (`countJob`); `total` when absent. */
+    attempts?: number;
   },
   atMs?: number,
 ): Promise<BreakerRecordResult> {
@@ -85,6 +87,7 @@ export async function recordBreakerWindow(
       args.hadSuccess ? 1 : 0,
       args.breakerKey,
       atMs ?? '',
+      args.attempts ?? '',
     ],
   );
   const [total, failures, consecutiveFailures, rawState, version, bucketMs, buckets] = reply;

@@ -16,6 +16,7 @@ import {
 import type { BudgetOptions } from '../policy/budget/budget-options.js';
 import { successRefund } from '../policy/budget/budget-options.js';
 import { classifyError, describeError } from '../policy/classify/index.js';
+import { countsAgainst } from '../policy/breaker/job-count.js';
 import type { Classification, ClassifyOptions } from '../policy/classify/classify.js';
 import { applyEmptyBudget, decideFailure, type FailureDecision } from '../policy/decide.js';
 import {
@@ -387,7 +388,12 @@ async function askBreaker<T>(
   breakerKey: string,
 ): Promise<Attempt | undefined> {
   const job = a.handle.bullJob;
-  const checked = ctx.gate.check(breakerKey, () => `${job.id}:${job.attemptsStarted}`);
+  // A job that already failed is a retry: half-open, retries probe first.
+  const checked = ctx.gate.check(
+    breakerKey,
+    () => `${job.id}:${job.attemptsStarted}`,
+    a.attempt > 1,
+  );
   const admission = checked instanceof Promise ? await checked : checked;
   if (admission.kind === 'reject') {
     const retryAt = deferredUntil({
@@ -422,10 +428,13 @@ function succeeded<T>(
   const finishedAt = ctx.clock.now();
   const { attempt, meta, life, state, handle, breakerKey } = a;
   handle.forget();
-  if (breakerKey !== undefined)
+  if (breakerKey !== undefined) {
+    // A job that succeeds takes back the failure its breaker counted.
+    const counted = ctx.gate.countJob(true, state.breakerStreak, finishedAt);
     ctx.gate
-      .outcome(breakerKey, true, a.probeId)
+      .outcome(breakerKey, true, a.probeId, counted)
       ?.catch((err) => ctx.logger.warn({ err }, 'breaker'));
+  }
   if (ctx.budget) ctx.gate.settle(successRefund(ctx.budget, attempt, state.lastRetryCost));
   const details = AttemptHandle.detailsOf(handle);
   // The successful attempt joins the history when there is a history to
@@ -477,13 +486,21 @@ async function failed<T>(
   const pauseUntil = Math.max(AttemptHandle.pauseUntilOf(handle) ?? 0, askedToWait ?? 0);
   if (pauseUntil > 0) await applyPause(ctx, key, pauseUntil);
   if (breakerKey !== undefined) {
-    // Only failures that speak of the dependency's health count: not a
-    // permanent answer (a probe that got one shows the dependency answering),
-    // not rate limiting (a 429, a pause: the dependency asks to slow down).
-    const healthy = failure.classification.kind === 'permanent' || status === 429 || pauseUntil > 0;
+    // Only failures that speak of the dependency's health count (countsAgainst).
+    const healthy = !countsAgainst({
+      kind: failure.classification.kind,
+      status,
+      paused: pauseUntil > 0,
+    });
+    // Counted once per job, and kept with it, so that its success can take it back.
+    const counted =
+      healthy || probeId !== undefined
+        ? undefined
+        : ctx.gate.countJob(false, state.breakerStreak, finishedAt);
+    if (counted) state = changeState(state, { breakerStreak: counted.streak });
     if (!healthy || probeId !== undefined)
       ctx.gate
-        .outcome(breakerKey, healthy, probeId)
+        .outcome(breakerKey, healthy, probeId, counted)
         ?.catch((err) => ctx.logger.warn({ err }, 'breaker'));
   }
   ctx.gate.settle(0);

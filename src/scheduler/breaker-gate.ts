@@ -3,6 +3,7 @@ import type { Logger } from '../config/logger.js';
 import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { admit, type Admission, type BreakerState } from '../policy/breaker/breaker.js';
 import { toBreakerState } from '../policy/breaker/breaker-state.js';
+import { countJob, type FailureStreak, type JobCount } from '../policy/breaker/job-count.js';
 import { retryCost, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { BreakerStore, type BreakerMessage, type OutcomeBatch } from '../redis/breaker-store.js';
 import { windowLengthMs, type WindowGeometry } from '../policy/window.js';
@@ -41,6 +42,8 @@ export class BreakerGate {
   readonly budget: BudgetStore | undefined;
   private readonly cache = new Map<string, BreakerState>();
   private readonly pending = new Map<string, Pending>();
+  /** Keys with a failure sent to Redis and not yet judged there: their admissions wait for it. */
+  private readonly judging = new Map<string, Promise<void>>();
   private pendingCount = 0;
   private refund = 0;
   private requests = 0;
@@ -98,22 +101,37 @@ export class BreakerGate {
     return this.cache.get(key);
   }
 
-  /** May a job of `key` run? Closed circuits answer from the cache. */
-  check(key: string, probeId: () => string): Admission | Promise<Admission> {
+  /**
+   * May a job of `key` run? Closed circuits answer from the cache. While a
+   * failure of `key` this worker saw is on its way to Redis, the answer
+   * waits for Redis's verdict on it: a fleet failing every call then stops
+   * at `minimumRequests` failures plus the attempts already in flight, not
+   * after as many more as its workers start in a round trip or two.
+   * `retry`: the job already failed once (it may probe first, half-open).
+   */
+  check(key: string, probeId: () => string, retry = true): Admission | Promise<Admission> {
+    if (!this.breakers) return allow;
+    const judging = this.judging.get(key);
+    if (judging) return judging.then(() => this.check(key, probeId, retry));
     // The healthy path answers synchronously: no promise, no round trip.
-    const cached = this.breakers ? this.cache.get(key) : undefined;
+    const cached = this.cache.get(key);
     if (!cached || cached.phase === 'closed') return allow;
-    return this.checkOpen(key, cached, probeId());
+    return this.checkOpen(key, cached, probeId(), retry);
   }
 
-  private async checkOpen(key: string, cached: BreakerState, probeId: string): Promise<Admission> {
+  private async checkOpen(
+    key: string,
+    cached: BreakerState,
+    probeId: string,
+    retry: boolean,
+  ): Promise<Admission> {
     const now = this.options.clock.now();
     if (cached.phase === 'open') {
       // An open circuit turns jobs away by the cached state alone, by the same rule as in Redis.
-      const local = admit(cached, now, probeId, this.options.breaker!);
+      const local = admit(cached, now, probeId, this.options.breaker!, retry);
       if (local.verdict.kind === 'reject' && local.transition === undefined) return local.verdict;
     }
-    const { admission, message } = await this.breakers!.admit(key, probeId, now);
+    const { admission, message } = await this.breakers!.admit(key, probeId, now, retry);
     if (message) this.apply(message);
     return admission;
   }
@@ -121,11 +139,23 @@ export class BreakerGate {
   /**
    * Records an attempt's outcome for `key`'s window. A probe's result is
    * sent at once (it decides the circuit); others wait for the next batch.
+   * `counted`: what the attempt adds to the window (`countJob`: jobs, each
+   * by its latest attempt); one outcome per attempt when absent.
    */
-  outcome(key: string, success: boolean, probeId?: string): Promise<void> | undefined {
+  outcome(
+    key: string,
+    success: boolean,
+    probeId?: string,
+    counted?: { total: number; failures: number },
+  ): Promise<void> | undefined {
     if (!this.breakers) return undefined;
     if (probeId !== undefined) return this.probeOutcome(key, probeId, success);
-    const entry = this.pending.get(key) ?? { successes: 0, failures: 0, trailingFailures: 0 };
+    const entry = this.pending.get(key) ?? {
+      successes: 0,
+      failures: 0,
+      trailingFailures: 0,
+      counted: { total: 0, failures: 0 },
+    };
     if (success) {
       entry.successes += 1;
       entry.trailingFailures = 0;
@@ -133,14 +163,28 @@ export class BreakerGate {
       entry.failures += 1;
       entry.trailingFailures += 1;
     }
+    entry.counted!.total += counted?.total ?? 1;
+    entry.counted!.failures += counted?.failures ?? (success ? 0 : 1);
     this.pending.set(key, entry);
     this.pendingCount += 1;
     // Successes wait for the batch; a failure goes out at once (with whatever is
-    // pending), so that a failing dependency trips the breaker after a handful of
-    // calls, not after a batch interval's worth of them.
+    // pending), and this key's next admission waits for Redis's verdict on it,
+    // so that a failing dependency trips the breaker after minimumRequests
+    // calls plus those in flight, not after a batch interval's worth of them.
     if (success) this.schedule();
-    else void this.flush();
+    else {
+      const judged = this.flush();
+      this.judging.set(key, judged);
+      void judged.then(() => {
+        if (this.judging.get(key) === judged) this.judging.delete(key);
+      });
+    }
     return undefined;
+  }
+
+  /** What an attempt adds to its breaker's window (`countJob`): jobs, each by its latest attempt. */
+  countJob(success: boolean, streak: FailureStreak | undefined, now: number): JobCount | undefined {
+    return this.options.breaker ? countJob(success, streak, now, this.options.breaker) : undefined;
   }
 
   private async probeOutcome(key: string, probeId: string, success: boolean): Promise<void> {

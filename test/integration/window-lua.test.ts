@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addToWindow,
+  dropCounters,
   emptyWindow,
   parseWindowHash,
   windowSums,
@@ -11,6 +12,7 @@ import {
 } from '../../src/policy/window.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { readWindow, recordBreakerWindow } from '../../src/redis/window-scripts.js';
+import { runScript } from '../../src/redis/scripts.js';
 import { cleanQueue, connect, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 
@@ -41,8 +43,15 @@ type Op =
       successes: number;
       failures: number;
       trailing: number;
+      /**
+       * Counted by job (`countJob`): the jobs and failures the batch adds,
+       * which may be 0 or negative while attempts happened.
+       */
+      byJob?: { total: number; failures: number };
     }
-  | { kind: 'reset' };
+  | { kind: 'reset' }
+  /** A close from half-open: `breakerCas` forgets the failures, keeps the jobs. */
+  | { kind: 'close' };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   {
@@ -57,7 +66,24 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       })
       .map((r) => ({ kind: 'record' as const, ...r, trailing: Math.min(r.trailing, r.failures) })),
   },
+  {
+    weight: 6,
+    arbitrary: fc
+      .record({
+        offsetMs: fc.integer({ min: -60_000, max: 200_000 }),
+        proposed: geometry,
+        successes: fc.integer({ min: 0, max: 5 }),
+        failures: fc.integer({ min: 0, max: 5 }),
+        trailing: fc.nat(5),
+        byJob: fc.record({
+          total: fc.integer({ min: 0, max: 5 }),
+          failures: fc.integer({ min: -5, max: 5 }),
+        }),
+      })
+      .map((r) => ({ kind: 'record' as const, ...r, trailing: Math.min(r.trailing, r.failures) })),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'close' as const }) },
 );
 
 describe('the Lua window writers agree with src/policy/window.ts', () => {
@@ -87,24 +113,52 @@ describe('the Lua window writers agree with src/policy/window.ts', () => {
                 model = emptyWindow;
                 continue;
               }
+              if (o.kind === 'close') {
+                const version = Number((await redis.hget(scriptKeys.state, 'v')) ?? 0);
+                const closed = JSON.stringify({
+                  phase: 'closed',
+                  trips: 0,
+                  probes: {},
+                  probeSuccesses: 0,
+                });
+                await runScript(
+                  redis,
+                  'breakerCas',
+                  [scriptKeys.state, scriptKeys.window, keys.breakerOpenKeys],
+                  [version, closed, 'closed', 'k', keys.breakerChannel, '', 2],
+                );
+                model = dropCounters(model, 'f', ['cf']);
+                expect(parseWindowHash(await redis.hgetall(scriptKeys.window))).toEqual(model);
+                continue;
+              }
               const at = origin + o.offsetMs;
-              const total = o.successes + o.failures;
+              const attempts = o.successes + o.failures;
+              const total = o.byJob?.total ?? attempts;
+              const failures = o.byJob?.failures ?? o.failures;
               const result = await recordBreakerWindow(
                 redis,
                 scriptKeys,
                 {
                   geometry: o.proposed,
                   total,
-                  failures: o.failures,
+                  failures,
                   trailingFailures: o.trailing,
                   hadSuccess: o.successes > 0,
                   breakerKey: 'k',
+                  ...(o.byJob ? { attempts } : {}),
                 },
                 at,
               );
-              // The model: the pure writer, and the breaker's failures-in-a-row field.
-              model = addToWindow(model, at, o.proposed, { t: total, f: o.failures });
-              if (total > 0) {
+              // The model: the pure writer (which adds only when attempts
+              // happened, and prunes either way), and the breaker's
+              // failures-in-a-row field.
+              model = addToWindow(
+                model,
+                at,
+                o.proposed,
+                attempts > 0 ? { t: total, f: failures } : {},
+              );
+              if (attempts > 0) {
                 const cf = o.successes > 0 ? o.trailing : Number(model.other.cf ?? 0) + o.trailing;
                 model = { ...model, other: { ...model.other, cf: String(cf) } };
               }

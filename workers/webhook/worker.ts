@@ -60,27 +60,32 @@ export type WebhookJob = z.output<typeof webhookJobSchema>;
 export type WebhookJobInput = z.input<typeof webhookJobSchema>;
 
 /**
- * The breaker every webhook process runs unless told otherwise: it counts
+ * The breaker every webhook process runs unless told otherwise. It counts
  * what says an endpoint is down (timeouts, refused connections, 5xx; never a
- * 429, which only pauses the endpoint), trips only when nearly everything
- * fails (95 % of at least 20 deliveries in 30 s) so that a flaky endpoint
- * that still answers keeps flowing — a flaky receiver fails most first
- * attempts (80 % in the tests), a down one fails all of them — stays open
- * 5 s (doubling up to 30 s while it keeps failing), then lets a ramp of
- * probes through and closes when half of 4 of them succeed. A hanging endpoint is the bulkhead's job:
- * it costs only its own quarter of the slots.
+ * 429, which only pauses the endpoint), by event: an event counts once,
+ * by its latest attempt, so one whose retry is delivered takes its failure
+ * back and a flaky endpoint whose retries succeed does not look down. It
+ * trips when nearly every event fails (95 % of at least 20 in 90 s: a
+ * hanging endpoint's timeouts reach 20 events within the window even
+ * through its bulkhead of 4, at 75 s; an endpoint with fewer events than
+ * that in the window never trips), stays open 5 s (doubling up to
+ * 30 s while it keeps failing), then lets retries probe first (first
+ * attempts 1 s later), one at a time and one more per success, and closes
+ * when 2 of 4 succeed; 3 failed probes reopen it. Down, an endpoint gets at
+ * most 3 requests per open period: ≤ 3 per 30 s once the period is at its cap.
  */
 export const webhookBreakerDefaults = Object.freeze({
   failureRate: 0.95,
   minimumRequests: 20,
-  windowMs: 30_000,
-  buckets: 10,
+  windowMs: 90_000,
+  buckets: 18,
   openMs: 5_000,
   openFactor: 2,
   maxOpenMs: 30_000,
   halfOpenProbes: 4,
   halfOpenSuccessRatio: 0.5,
   halfOpenRetryMs: 500,
+  firstTryProbeDelayMs: 1_000,
   probeTimeoutMs: 20_000,
 }) satisfies BreakerOptionsInput;
 

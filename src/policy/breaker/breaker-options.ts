@@ -43,6 +43,15 @@ export const breakerOptionsSchema = z
     /** A job turned away while half-open waits this long before it asks again. @defaultValue `1_000` */
     halfOpenRetryMs: positiveMs.default(1_000),
     /**
+     * While half-open, a job that already failed (a retry) may probe at
+     * once, a job's first attempt only this long after the half-open time:
+     * the dependency is judged first by the jobs that show whether retrying
+     * works, so a flaky one whose retries succeed closes, and a down one
+     * whose retries fail reopens. 0: any job probes at once (as before).
+     * @defaultValue `1_000`
+     */
+    firstTryProbeDelayMs: z.number().int().min(0).max(limits.windowMs).default(1_000),
+    /**
      * A job turned away by an isolated circuit (forced open by hand) waits
      * this long before it asks again. @defaultValue `10_000`
      */

@@ -118,13 +118,17 @@ export function onWindow(
  * (an expired lease frees its slot); otherwise come back later. A breaker
  * that closes on a ratio (`halfOpenSuccessRatio` < 1) ramps up instead: one
  * probe, then one more in flight for each success, so a recovering
- * dependency gets traffic back gradually.
+ * dependency gets traffic back gradually. A job's first attempt (`retry`
+ * false) probes only `firstTryProbeDelayMs` after the half-open time: the
+ * jobs that already failed go first, since whether their retries succeed
+ * is what tells a flaky dependency from a down one.
  */
 export function admit(
   state: BreakerState,
   now: number,
   probeId: string,
   options: BreakerOptions,
+  retry = true,
 ): Step<Admission> {
   if (state.phase === 'closed') return { state, verdict: { kind: 'allow' } };
   let next = state;
@@ -138,6 +142,17 @@ export function admit(
       return { state, verdict: { kind: 'reject', retryAt: state.halfOpenAt } };
     next = { ...state, phase: 'half-open', probes: {}, probeSuccesses: 0, probeFailures: 0 };
     transition = 'half-open';
+  }
+  // A half-open state stored without its half-open time lets first tries probe.
+  const firstTriesAt =
+    next.halfOpenAt === undefined ? now : next.halfOpenAt + options.firstTryProbeDelayMs;
+  if (!retry && now < firstTriesAt) {
+    const retryAt = Math.max(now + options.halfOpenRetryMs, firstTriesAt);
+    return {
+      state: next,
+      ...(transition ? { transition } : {}),
+      verdict: { kind: 'reject', retryAt },
+    };
   }
   const live = Object.fromEntries(Object.entries(next.probes).filter(([, until]) => until > now));
   const decided = next.probeSuccesses + (next.probeFailures ?? 0);

@@ -1,10 +1,13 @@
 --[[
   Compare-and-set of a breaker's state: writes only if the version is still
   the one read, keeps the set of non-closed keys, optionally clears the
-  window, and publishes the transition. Returns 1 if written.
+  window (1: all of it, a reset; 2: its failures only, a close from
+  half-open: the jobs it counted stay, so that the first failures after a
+  close are weighed against them), and publishes the transition.
+  Returns 1 if written.
   KEYS: state, window, open-keys set.
   ARGV: expected version, state JSON, phase, breaker key, channel,
-        message ('' for none), clear window (1/0).
+        message ('' for none), clear window (0, 1 or 2).
 ]]
 local version = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if version ~= tonumber(ARGV[1]) then return 0 end
@@ -14,6 +17,13 @@ if ARGV[3] == 'closed' then
 else
   redis.call('SADD', KEYS[3], ARGV[4])
 end
-if ARGV[7] == '1' then redis.call('DEL', KEYS[2]) end
+if ARGV[7] == '1' then
+  redis.call('DEL', KEYS[2])
+elseif ARGV[7] == '2' then
+  local fields = redis.call('HKEYS', KEYS[2])
+  for i = 1, #fields do
+    if fields[i] == 'cf' or string.match(fields[i], ':f$') then redis.call('HDEL', KEYS[2], fields[i]) end
+  end
+end
 if ARGV[6] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
 return 1

@@ -4,7 +4,10 @@
   KEYS: window, state, known-keys set.
   ARGV: bucketMs, buckets (used only by a new window), total, failures,
         trailing failures, had a success (1/0), breaker key,
-        time override in ms ('' = Redis's TIME; tests only).
+        time override in ms ('' = Redis's TIME; tests only),
+        attempts in the batch ('' = total). Counting jobs, `total` and
+        `failures` may be 0, and `failures` negative (a retry's success
+        takes its job's failure back), while attempts still happened.
   Returns {total, failures, failures in a row, state JSON, version,
            bucketMs, buckets} (the geometry actually used).
 ]]
@@ -12,7 +15,8 @@
 local w = openWindow(KEYS[1], windowNow(ARGV[8]), tonumber(ARGV[1]), tonumber(ARGV[2]))
 local total, failures, trailing = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local cf = tonumber(w.other.cf or '0')
-if total > 0 then
+local attempts = tonumber(ARGV[9] or '') or total
+if attempts > 0 then
   addToWindow(w, 't', total)
   addToWindow(w, 'f', failures)
   if ARGV[6] == '1' then
