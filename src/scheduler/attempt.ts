@@ -17,7 +17,12 @@ import type { BudgetOptions } from '../policy/budget/budget-options.js';
 import { successRefund } from '../policy/budget/budget-options.js';
 import { classifyError, describeError } from '../policy/classify/index.js';
 import type { Classification, ClassifyOptions } from '../policy/classify/classify.js';
-import { applyEmptyBudget, decideFailure, type FailureDecision } from '../policy/decide.js';
+import {
+  applyEmptyBudget,
+  decideFailure,
+  type EmptyBudgetAction,
+  type FailureDecision,
+} from '../policy/decide.js';
 import {
   changeState,
   readJobMeta,
@@ -117,7 +122,7 @@ export type Attempt = AttemptOutcome & {
   meta: JobMeta;
   life: number;
   /** The retry budget turned this retry down (announced after the move). */
-  budgetExhausted?: 'delay-to-cap' | 'dead-letter';
+  budgetExhausted?: EmptyBudgetAction;
 };
 
 /**
@@ -506,7 +511,10 @@ async function failed<T>(
     // A denied take costs nothing, so its success must refund nothing either.
     state = changeState(state, { lastRetryCost: cost });
     if (!granted) {
-      decision = applyEmptyBudget(decision, policy, finishedAt, ctx.budget.onEmpty);
+      decision = applyEmptyBudget(decision, policy, finishedAt, ctx.budget.onEmpty, {
+        random: ctx.random,
+        maxDelayMs: ctx.budget.emptyDelayMs,
+      });
       budgetExhausted = ctx.budget.onEmpty;
     }
   }

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../config/logger.js';
 import type { AttemptRecord } from '../policy/job-state.js';
+import type { EmptyBudgetAction } from '../policy/decide.js';
 import type { DeadJobRecord } from './dead-letter.js';
 
 /** The events a requeue worker emits, by name. Each comes after the state it announces is stored. */
@@ -56,7 +57,7 @@ export interface WorkerEvents {
   'breaker:half-open': [event: { queue: string; key: string }];
   'breaker:closed': [event: { queue: string; key: string }];
   'budget:exhausted': [
-    event: { queue: string; jobId: string; action: 'delay-to-cap' | 'dead-letter' },
+    event: { queue: string; jobId: string; action: EmptyBudgetAction },
   ];
   /** DLQ retention removed dead jobs (also logged as a warning). */
   'dlq:trimmed': [event: { queue: string; byAge: number; byCount: number }];
