@@ -56,9 +56,7 @@ export interface WorkerEvents {
   'breaker:opened': [event: { queue: string; key: string; halfOpenAt: number }];
   'breaker:half-open': [event: { queue: string; key: string }];
   'breaker:closed': [event: { queue: string; key: string }];
-  'budget:exhausted': [
-    event: { queue: string; jobId: string; action: EmptyBudgetAction },
-  ];
+  'budget:exhausted': [event: { queue: string; jobId: string; action: EmptyBudgetAction }];
   /** DLQ retention removed dead jobs (also logged as a warning). */
   'dlq:trimmed': [event: { queue: string; byAge: number; byCount: number }];
   /** An error requeue could not hand to anyone else (lost connection, lost lock). */
