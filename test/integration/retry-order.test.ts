@@ -5,6 +5,9 @@
  * backlog, as BullMQ puts it. `src/scheduler/retry-promoter.ts`,
  * `src/redis/lua/promoteRetries-6.lua`.
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
@@ -207,6 +210,22 @@ describe('retry order', () => {
 });
 
 describe('promoteRetries-6.lua', () => {
+  it("still mirrors BullMQ's promoteDelayedJobs (fails loudly when an upgrade changes it)", () => {
+    const require = createRequire(import.meta.url);
+    const root = dirname(require.resolve('bullmq/package.json'));
+    const lua = readFileSync(
+      `${root}/dist/esm/commands/includes/promoteDelayedJobs.lua`,
+      'utf8',
+    ).replace(/\s+/g, ' ');
+    // The due bound, the back of the list, the event, the delay field, the marker rule.
+    expect(lua).toContain('"ZRANGEBYSCORE", delayedKey, 0, (timestamp + 1) * 0x1000 - 1');
+    expect(lua).toContain('rcall("LPUSH", targetKey, jobId)');
+    expect(lua).toContain('tonumber(rcall("HGET", jobKey, "priority")) or 0');
+    expect(lua).toContain('"event", "waiting", "jobId", jobId, "prev", "delayed"');
+    expect(lua).toContain('rcall("HSET", jobKey, "delay", 0)');
+    expect(lua).toContain('addBaseMarkerIfNeeded(markerKey, isPaused)');
+  });
+
   /** One run at a time past the jobs' delays, `limit` to the front, no hold. */
   async function moveDue(keys: ReturnType<typeof bullKeys>, limit: number): Promise<number> {
     return (await promoteRetries(admin, keys, { now: Date.now() + 90_000, limit })).moved;
