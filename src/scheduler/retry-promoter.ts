@@ -58,6 +58,8 @@ export class RetryPromoter {
   private credit = 0;
   /** When {@link credit} was last brought up to date. */
   private creditAt = Number.NEGATIVE_INFINITY;
+  /** Jobs fetched since the credit was last brought up to date (no clock read per job). */
+  private fetched = 0;
   /** The lowest delayed score known; −∞: not known, look. */
   private nextScore = Number.NEGATIVE_INFINITY;
   /** Runs sent and not answered (those before a fetch may overlap; the timer's never do). */
@@ -76,7 +78,7 @@ export class RetryPromoter {
 
   /** The worker fetched a job: credit earned. */
   noteFetched(): void {
-    this.credit = earnCredit(this.options.rule, this.fade(), 1);
+    this.fetched += 1;
   }
 
   /**
@@ -137,10 +139,19 @@ export class RetryPromoter {
     return running;
   }
 
-  /** The credit now, faded since it was last brought up to date. */
+  /**
+   * The credit now: faded since it was last brought up to date, plus what the
+   * jobs fetched since earned (counted unfaded: they are at most a run apart).
+   */
   private fade(): number {
-    const now = this.options.clock.now();
-    this.credit = fadeCredit(this.options.rule, this.credit, now - this.creditAt);
+    const { rule, clock } = this.options;
+    const now = clock.now();
+    this.credit = earnCredit(
+      rule,
+      fadeCredit(rule, this.credit, now - this.creditAt),
+      this.fetched,
+    );
+    this.fetched = 0;
     this.creditAt = now;
     return this.credit;
   }
