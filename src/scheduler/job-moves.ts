@@ -489,6 +489,14 @@ export function delayedScore(dueAtMs: number): number {
   return Math.floor(dueAtMs) * delayedScoreFactor;
 }
 
+/**
+ * The highest delayed score BullMQ's promotion at `now` takes: `(now + 1) *
+ * 0x1000 - 1`, `now` as given (a fraction too), `includes/promoteDelayedJobs.lua`.
+ */
+export function dueScoreBound(now: number): number {
+  return (now + 1) * delayedScoreFactor - 1;
+}
+
 /** When a delayed job whose score is `score` is due (ms since epoch). */
 export function delayedDueAt(score: number): number {
   return Math.floor(score / delayedScoreFactor);

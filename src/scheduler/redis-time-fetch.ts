@@ -31,8 +31,17 @@ interface TimedWorker {
  * with (Redis's time) is turned back into BullMQ's clock before BullMQ sets
  * its blocking wait by it, so a fast clock does not spin on the fetch. A
  * paused worker's fetch fetches nothing.
+ *
+ * `beforeFetch` is called synchronously just before each command that
+ * promotes delayed jobs (`moveToActive`, `moveToFinished`, `moveToDelayed`)
+ * is sent: a command it sends on the same connection reaches Redis first
+ * (`retry-promoter.ts`).
  */
-export function fetchOnRedisTime(worker: Worker, redisClock: Clock): void {
+export function fetchOnRedisTime(
+  worker: Worker,
+  redisClock: Clock,
+  beforeFetch?: () => void,
+): void {
   const backend = (worker as unknown as { backend: TimedBackend }).backend;
   const retime = (args: unknown[], at: number): void => {
     if (typeof args[at] === 'number') args[at] = redisClock.now();
@@ -45,12 +54,14 @@ export function fetchOnRedisTime(worker: Worker, redisClock: Clock): void {
       // (an open circuit, a clock past its bound) stops every fetch at once.
       if (worker.isPaused()) return Promise.resolve(noJob);
       retime(args, moveToActiveKeys + 1);
-    }
+      beforeFetch?.();
+    } else if (commandName === 'moveToDelayed') beforeFetch?.();
     return exec(client, commandName, args);
   };
   const moveToFinished = backend.moveToFinished.bind(backend);
   backend.moveToFinished = (jobId, args) => {
     retime(args, backend.moveToFinishedKeys.length + 1);
+    beforeFetch?.();
     return moveToFinished(jobId, args);
   };
   const timed = worker as unknown as TimedWorker;

@@ -83,6 +83,23 @@ export interface WorkerOptions<T = unknown> {
   maxClockSkewMs?: number;
   /** How often the worker measures its clock against Redis's. @defaultValue `30_000` */
   clockCheckIntervalMs?: number;
+  /**
+   * Where a due retry (or any due delayed job: a deferral, a delayed add)
+   * goes. `'first'`: to the front of the wait list, ahead of new work, for at
+   * most `retryShare` of the jobs this worker takes while new work waits
+   * (all of them when it does not), so that a backlog of new jobs does not
+   * make retries late and retries never stopping do not starve new jobs.
+   * `'fifo'`: to the back, behind all waiting work, as BullMQ does. Give
+   * every worker of a queue the same order.
+   * @defaultValue `'first'`
+   */
+  retryOrder?: RetryOrder;
+  /**
+   * With `retryOrder: 'first'`: the most of the jobs this worker takes that
+   * may be due retries moved ahead of waiting new work, in (0, 1].
+   * @defaultValue `0.5`
+   */
+  retryShare?: number;
   /** Start processing at once. @defaultValue `true` */
   autorun?: boolean;
   /**
@@ -93,6 +110,15 @@ export interface WorkerOptions<T = unknown> {
   clock?: Clock;
   random?: Random;
 }
+
+/** Where due retries go: ahead of waiting new work, or behind it. */
+export type RetryOrder = 'first' | 'fifo';
+
+/** The retry order's options, as {@link WorkerOptions} has them. */
+export const retryOrderSchema = z.object({
+  retryOrder: z.enum(['first', 'fifo']).optional(),
+  retryShare: z.number().gt(0, 'must be more than 0').max(1, 'must be at most 1').optional(),
+});
 
 /** The numbers among {@link WorkerOptions}, with their bounds (`src/policy/limits.ts`). */
 export const workerNumbersSchema = z.object({

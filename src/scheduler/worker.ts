@@ -25,7 +25,8 @@ import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { RetentionKeeper } from './dlq/retention-keeper.js';
 import { fetchOnRedisTime } from './redis-time-fetch.js';
-import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
+import { RetryPromoter } from './retry-promoter.js';
+import { retryOrderSchema, workerNumbersSchema, type WorkerOptions } from './worker-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
 import { parseConfig } from '../util/parse-config.js';
 
@@ -35,6 +36,9 @@ export type { WorkerOptions } from './worker-options.js';
 /** Where a running job carries its attempt number (deferrals not counted) to `job:completed`. */
 const attemptTag = Symbol('requeue.attempt');
 type AttemptTagged = Job & { [attemptTag]?: number };
+
+/** The time constant of the retry share's credit (`src/policy/retry-share.ts`). */
+const retryShareWindowMs = 5_000;
 
 /** What a job on its first attempt has stored: nothing yet. */
 const firstLife = Object.freeze({ state: undefined, life: 0, lifeOffset: 0 });
@@ -71,6 +75,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private readonly started: Promise<void>;
 
   private readonly retention: RetentionKeeper;
+  /** Moves due retries ahead of new work (`retryOrder: 'first'`); none with `'fifo'`. */
+  private readonly promoter: RetryPromoter | undefined;
   private closed: Promise<void> | undefined;
 
   constructor(
@@ -93,6 +99,11 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         maxClockSkewMs: options.maxClockSkewMs,
         clockCheckIntervalMs: options.clockCheckIntervalMs,
       },
+      'worker',
+    );
+    const order = parseConfig(
+      retryOrderSchema,
+      { retryOrder: options.retryOrder, retryShare: options.retryShare },
       'worker',
     );
     const { redis, owned } = resolveRedis(options.connection);
@@ -152,11 +163,12 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       logger: this.logger,
       intervalMs: this.dlq.retention.intervalMs,
     });
+    const concurrency = options.concurrency ?? 1;
     this.bull = new BullWorker(name, (job, token) => this.process(job, token), {
       connection: redis,
       prefix: bullPrefix(name, isCluster(redis), options.prefix),
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
-      concurrency: options.concurrency ?? 1,
+      concurrency,
       // Started once the breaker's cache is loaded (see run()).
       autorun: false,
       lockDuration: options.lockDurationMs ?? 30_000,
@@ -165,9 +177,22 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       // a job that keeps killing workers; BullMQ must not fail it on its own.
       maxStalledCount: 1_000_000,
     });
-    fetchOnRedisTime(this.bull, this.clock);
-    processDeferredFailures(this.bull);
     this.moves = new JobMoves(redis, this.bull, name);
+    this.promoter =
+      (order.retryOrder ?? 'first') === 'first'
+        ? new RetryPromoter({
+            redis,
+            keys: this.moves.keys,
+            clock: this.clock,
+            logger: this.logger,
+            rule: { share: order.retryShare ?? 0.5, windowMs: retryShareWindowMs },
+            holdAboveJobs: concurrency,
+            fetching: () => !this.bull.isPaused() && !this.bull.closing,
+          })
+        : undefined;
+    const promoter = this.promoter;
+    fetchOnRedisTime(this.bull, this.clock, promoter && (() => promoter.beforeFetch()));
+    processDeferredFailures(this.bull);
     this.fetch = new FetchPause(this.bull, this.clock, this.logger);
     const perJob = new JobOptions(options, this.policy, this.logger);
     this.attemptContext = {
@@ -257,6 +282,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     await this.started;
     this.retention.start();
     this.clockWatch.start();
+    this.promoter?.start();
     return this.bull.run();
   }
 
@@ -287,6 +313,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     const left = (): number => Math.max(0, deadline - this.clock.now());
     this.fetch.stop();
     this.clockWatch.stop();
+    const promoting = this.promoter?.stop();
     // Most of the time for active jobs; the rest to close connections.
     const graceful = await withDeadline(this.bull.close(), Math.floor(timeoutMs * 0.8));
     if (graceful.kind === 'timeout') {
@@ -306,6 +333,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     await withDeadline(
       Promise.allSettled([
         this.retention.stop(),
+        promoting,
         this.gate.close(),
         this.keys.close(),
         this.dlq.close(),
@@ -317,6 +345,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
 
   /** BullMQ's processor: one attempt, its outcome applied (see `runAttempt`). */
   private process(job: Job, token: string | undefined): unknown {
+    this.promoter?.noteFetched();
     if (!token)
       throw new Error('requeue needs a lock token; sandboxed processors are not supported');
     // A flow's parent whose child died with failParentOnFailure: dead-lettered, not run.

@@ -30,6 +30,7 @@ const configArb: fc.Arbitrary<RunConfig> = fc.record({
   maxAttempts: fc.integer({ min: 3, max: 4 }),
   baseMs: fc.integer({ min: 5, max: 20 }),
   breaker: without.has('breaker-config') ? fc.constant(false) : fc.boolean(),
+  retryOrder: fc.constantFrom('first' as const, 'fifo' as const),
 });
 
 /** Thrown by a run whose system disagrees with the model. */

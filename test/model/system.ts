@@ -18,6 +18,8 @@ export interface RunConfig {
   baseMs: number;
   /** Workers get a queue-wide breaker; the model may force it open and closed. */
   breaker: boolean;
+  /** Where the workers put due retries (`createWorker`'s `retryOrder`). @defaultValue `'first'` */
+  retryOrder?: 'first' | 'fifo';
 }
 
 export const capMs = 50;
@@ -131,6 +133,7 @@ export class RealSystem {
       ATTEMPT_TIMEOUT_MS: String(attemptTimeoutMs),
       LOCK_MS: String(lockMs),
       STALLED_MS: String(stalledMs),
+      RETRY_ORDER: this.config.retryOrder ?? 'first',
       ...(this.config.breaker ? { BREAKER: JSON.stringify(workerBreaker) } : {}),
       ...env,
     });

@@ -18,6 +18,9 @@ describe('a worker refuses bad options with one line naming the field', () => {
     ['ok', { maxClockSkewMs: 0 }, /^worker\.maxClockSkewMs: /],
     ['ok', { maxClockSkewMs: 2.5 }, /^worker\.maxClockSkewMs: /],
     ['ok', { clockCheckIntervalMs: 10 }, /^worker\.clockCheckIntervalMs: /],
+    ['ok', { retryOrder: 'lifo' as never }, /^worker\.retryOrder: /],
+    ['ok', { retryShare: 0 }, /^worker\.retryShare: must be more than 0/],
+    ['ok', { retryShare: 1.5 }, /^worker\.retryShare: must be at most 1/],
   ])('queue %j with %j', (name, options, message) => {
     let thrown: unknown;
     try {

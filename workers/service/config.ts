@@ -13,6 +13,7 @@ import { budgetOptionsSchema } from '../../src/policy/budget/budget-options.js';
 import { limits } from '../../src/policy/limits.js';
 import { checkQueueSet, queueNameSchema } from '../../src/policy/queue-name.js';
 import { retryPolicySchema } from '../../src/policy/retry-policy.js';
+import { retryOrderSchema } from '../../src/scheduler/worker-options.js';
 import { webhookBreakerDefaults } from '../webhook/worker.js';
 
 /**
@@ -56,6 +57,10 @@ const handlerQueueSchema = z.strictObject({
   policy: retryPolicySchema.optional(),
   breaker: breakerOptionsSchema.optional(),
   budget: budgetOptionsSchema.optional(),
+  /** Due retries ahead of waiting new work or behind it (`createWorker`'s `retryOrder`). @defaultValue `'first'` */
+  retryOrder: retryOrderSchema.shape.retryOrder,
+  /** With `retryOrder: 'first'`, the most of the jobs taken that may be retries moved ahead. @defaultValue `0.5` */
+  retryShare: retryOrderSchema.shape.retryShare,
 });
 
 /**
@@ -121,6 +126,10 @@ export const serviceConfigSchema = z.strictObject({
       /** A breaker per endpoint, over the webhook defaults. @defaultValue `webhookBreakerDefaults` */
       breaker: webhookBreakerSchema.optional(),
       budget: budgetOptionsSchema.optional(),
+      /** Due retries ahead of waiting new deliveries or behind them. @defaultValue `'first'` */
+      retryOrder: retryOrderSchema.shape.retryOrder,
+      /** With `retryOrder: 'first'`, the most of the jobs taken that may be retries moved ahead. @defaultValue `0.5` */
+      retryShare: retryOrderSchema.shape.retryShare,
     })
     .prefault({}),
   /** Queues processed by handler modules. @defaultValue `[]` */

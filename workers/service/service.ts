@@ -111,6 +111,8 @@ async function startOn(
       ...(q.policy ? { policy: q.policy } : {}),
       ...(q.breaker ? { breaker: q.breaker } : {}),
       ...(q.budget ? { budget: q.budget } : {}),
+      ...(q.retryOrder ? { retryOrder: q.retryOrder } : {}),
+      ...(q.retryShare !== undefined ? { retryShare: q.retryShare } : {}),
     });
     workers.push(worker);
     const queue = createQueue(q.name, { connection });
@@ -133,6 +135,8 @@ async function startOn(
       ...(w.policy ? { policy: w.policy } : {}),
       breaker: w.breaker ?? {},
       ...(w.budget ? { budget: w.budget } : {}),
+      ...(w.retryOrder ? { retryOrder: w.retryOrder } : {}),
+      ...(w.retryShare !== undefined ? { retryShare: w.retryShare } : {}),
     });
     workers.push(worker as unknown as RequeueWorker<unknown, unknown>);
     const queue = createQueue(w.queue, { connection });

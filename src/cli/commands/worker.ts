@@ -7,9 +7,10 @@ import { parseRetryPolicy } from '../../policy/retry-policy.js';
 import { checkRedis } from '../../redis/check-redis.js';
 import { defaultMetricsHost, serveMetrics } from '../../scheduler/metrics-server.js';
 import { createWorker, type Handler } from '../../scheduler/worker.js';
+import type { RetryOrder } from '../../scheduler/worker-options.js';
 import { loadHandlerModule } from '../../util/load-module.js';
 import { closeOnSignal } from '../../util/signals.js';
-import { parseJsonFlag, parseNumberFlag } from '../cli-error.js';
+import { CliUsageError, parseJsonFlag, parseNumberFlag } from '../cli-error.js';
 import {
   connectTimeoutFrom,
   redisLabel,
@@ -17,7 +18,7 @@ import {
   withRedisOption,
 } from '../connection-flag.js';
 
-/** `requeue worker <queue> --handler <module> [--concurrency N] [--policy JSON]` */
+/** `requeue worker <queue> --handler <module> [--concurrency N] [--policy JSON] [--retry-order first|fifo]` */
 export function registerWorker(program: Command): void {
   withRedisOption(
     program
@@ -35,6 +36,19 @@ export function registerWorker(program: Command): void {
         'circuit breaker shared by the workers, e.g. {"failureRate":0.5,"openMs":3000}',
       )
       .option('--budget <json>', 'retry budget, e.g. {"kind":"token-bucket","capacity":500}')
+      .addOption(
+        new Option(
+          '--retry-order <order>',
+          'due retries ahead of waiting new work (first) or behind it (fifo)',
+        )
+          .choices(['first', 'fifo'])
+          .default('first'),
+      )
+      .option(
+        '--retry-share <x>',
+        'with --retry-order first: the most of the jobs taken that may be retries moved ahead, in (0, 1]',
+        '0.5',
+      )
       .option(
         '--shutdown-timeout-ms <ms>',
         'on SIGTERM, wait this long for active jobs, then exit and leave them to stalled recovery',
@@ -71,6 +85,8 @@ export function registerWorker(program: Command): void {
       min: 100,
       max: limits.timeoutMs,
     });
+    const retryShare = parseNumberFlag('--retry-share', opts.retryShare, { min: 0, max: 1 });
+    if (retryShare === 0) throw new CliUsageError('--retry-share: must be more than 0, got 0');
     const metricsPort =
       opts.metricsPort === undefined || opts.metricsPort === ''
         ? undefined
@@ -114,6 +130,8 @@ export function registerWorker(program: Command): void {
       concurrency,
       lockDurationMs,
       stalledIntervalMs: Math.max(100, Math.round(lockDurationMs / 2)),
+      retryOrder: opts.retryOrder as RetryOrder,
+      retryShare,
       logger,
       ...(policy !== undefined ? { policy } : {}),
       ...(breaker !== undefined ? { breaker } : {}),
