@@ -10,21 +10,43 @@
  * scale, so the request rate stays ~100/s); the simulator runs with the very
  * same parameters. Prints the per-second figures of both sides and each
  * side's recovered / not-recovered verdict, per strategy; writes its section of
- * bench/RESULTS.md. `npm run bench:outage` (builds first), or
+ * bench/RESULTS.md.
+ *
+ * `--protect` runs each strategy twice, bare and with requeue's default
+ * protections (`defaultProtections()` in bench/outage/real-run.ts; the
+ * simulator gets the same breaker and budget options), side by side.
+ * `--protect-options '<json>'` puts worker options over them (breaker,
+ * budget, concurrency, keyConcurrency; `"breakerKey": "server"` gives every
+ * job that key) to find which protection would do; such runs are printed, not
+ * written. `--scenario overload` runs the steady overload instead
+ * (bench/outage/scenarios.ts: the same clients, ~2× the server's best, no
+ * stop) and reports goodput against the server's best.
+ *
+ * `npm run bench:outage` (builds first), or
  * `node --import tsx bench/outage.bench.ts [--scale 0.5] [--strategies fixed,exponential]
- * [--duration-ms 60000] [--no-write]`.
+ * [--duration-ms 60000|50000|40000] [--scenario outage|overload] [--protect] [--protect-options '{}'] [--no-write]`.
  */
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type * as Outage from '../src/simulate/outage.js';
-import type { OutageParams, OutageResult, SecondStats } from '../src/simulate/outage.js';
+import type { OutageParams } from '../src/simulate/outage.js';
 import type * as Policy from '../src/policy/retry-policy.js';
+import type * as Breaker from '../src/policy/breaker/breaker-options.js';
+import type * as Budget from '../src/policy/budget/budget-options.js';
 import type * as Random from '../src/util/random.js';
 import type * as Connection from '../src/redis/connection.js';
 import type * as RedisServer from '../src/redis/redis-server.js';
 import type { SimStrategy } from '../src/simulate/sim-strategy.js';
-import { runReal, type RealRun } from './outage/real-run.js';
+import { defaultProtections, runReal, type Protections, type RealRun } from './outage/real-run.js';
+import { figures, perSecondTable, summaryTable, type Run } from './outage/report.js';
+import {
+  describeParams as describe,
+  offeredPerSecond,
+  scenarioParams,
+  serverBest,
+  type Scenario,
+} from './outage/scenarios.js';
 import { describeMachine } from './support/machine.js';
 import { writeResultsSection } from './support/results-file.js';
 import { describeRevision } from './support/revision.js';
@@ -33,138 +55,96 @@ const { values } = parseArgs({
   options: {
     scale: { type: 'string', default: '0.5' },
     strategies: { type: 'string', default: 'fixed,exponential' },
-    'duration-ms': { type: 'string', default: '60000' },
+    // Default: the outage 60 s bare, 50 s with --protect (four runs in ~3.5 min); the overload 40 s.
+    'duration-ms': { type: 'string', default: '' },
     seed: { type: 'string', default: '7' },
+    scenario: { type: 'string', default: 'outage' },
+    protect: { type: 'boolean', default: false },
+    'protect-options': { type: 'string', default: '' },
     'no-write': { type: 'boolean', default: false },
   },
 });
 const scale = Number(values.scale);
 const strategies = values.strategies.split(',') as SimStrategy[];
-const durationMs = Number(values['duration-ms']);
+const scenario = values.scenario as Scenario;
+const durationMs = Number(
+  values['duration-ms'] || (scenario === 'overload' ? 40_000 : values.protect ? 50_000 : 60_000),
+);
 const seed = Number(values.seed);
-const write = !values['no-write'];
+const protect = values.protect;
+const overrideText = values['protect-options'];
+const write = !values['no-write'] && overrideText === '';
 if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be in (0, 1], got ${values.scale}`);
+if (scenario !== 'outage' && scenario !== 'overload')
+  throw new Error(`--scenario must be outage or overload, got ${values.scenario}`);
+if (overrideText !== '' && !protect) throw new Error('--protect-options needs --protect');
 
 // The measured code is the build, like the other benches (the script builds first).
 const dist = (path: string): Promise<unknown> => import(`../dist/src/${path}` as string);
-const { simulateOutage, baselineOkPerSecond, recoverySecond, recoveryWindowS } = (await dist(
-  'simulate/outage.js',
-)) as typeof Outage;
+const { simulateOutage, baselineOkPerSecond, recoverySecond, recoveryWindowS, serverLatencyMs } =
+  (await dist('simulate/outage.js')) as typeof Outage;
 const { retryPolicySchema } = (await dist('policy/retry-policy.js')) as typeof Policy;
+const { parseBreakerOptions } = (await dist('policy/breaker/breaker-options.js')) as typeof Breaker;
+const { parseBudgetOptions } = (await dist('policy/budget/budget-options.js')) as typeof Budget;
 const { seededRandom } = (await dist('util/random.js')) as typeof Random;
 const { createRedis } = (await dist('redis/connection.js')) as typeof Connection;
 const { startRedisServer } = (await dist('redis/redis-server.js')) as typeof RedisServer;
 
-/**
- * Seed 004's outage, as `requeue simulate --scenario outage` runs it, with the
- * backlog of the README's example (512: with 1024 no policy recovers).
- */
-const full = {
-  clients: 1000,
-  meanGapMs: 10_000,
-  timeoutMs: 2000,
-  stopAtMs: 15_000,
-  stopForMs: 20_000,
-  durationMs: 180_000,
-  minDelayMs: 100,
-  concurrencyLimit: 30,
-  latencyFactor: 1.05,
-  latencyK: 15,
-  backlog: 512,
-  baseMs: 100,
-  capMs: 300_000,
-};
-
-/** The outage × `s`: counts and durations alike, so every ratio between them holds. */
-function scaled(s: number, runMs: number): OutageParams {
-  return {
-    clients: Math.round(full.clients * s),
-    seed,
-    meanGapMs: full.meanGapMs * s,
-    timeoutMs: full.timeoutMs * s,
-    stopAtMs: full.stopAtMs * s,
-    stopForMs: full.stopForMs * s,
-    durationMs: runMs,
-    server: {
-      minDelayMs: full.minDelayMs * s,
-      concurrencyLimit: full.concurrencyLimit * s,
-      latencyFactor: full.latencyFactor,
-      latencyK: full.latencyK * s,
-      backlog: Math.round(full.backlog * s),
-    },
-    policy: retryPolicySchema.parse({
-      baseMs: full.baseMs * s,
-      capMs: full.capMs * s,
-      factor: 2.718,
-      jitter: 0.1,
-    }),
-  };
+/** `--protect-options`, with `breakerKey` given as the one key every job gets. */
+function overridesOf(text: string): Protections {
+  if (text === '') return {};
+  const { breakerKey, ...rest } = JSON.parse(text) as Protections & { breakerKey?: string };
+  return { ...rest, ...(breakerKey === undefined ? {} : { breakerKey: () => breakerKey }) };
 }
+const overrides = overridesOf(overrideText);
+const protections = { ...defaultProtections(), ...overrides };
 
-const params = scaled(scale, durationMs);
-const reference = scaled(1, full.durationMs);
+const parsePolicy = (input: object): Policy.RetryPolicy => retryPolicySchema.parse(input);
+const params = scenarioParams(scenario, scale, durationMs, seed, parsePolicy);
+const reference = scenarioParams(scenario, 1, 180_000, seed, parsePolicy);
+// The simulator models the breaker and the budget (one key, deferral), not the concurrency options.
+const protectedParams = (p: OutageParams): OutageParams => ({
+  ...p,
+  policy: { ...p.policy, ...protections.policy },
+  breaker: protections.breaker ? parseBreakerOptions(protections.breaker) : undefined,
+  budget: protections.budget ? parseBudgetOptions(protections.budget) : undefined,
+});
+const best = serverBest(params.server, serverLatencyMs);
+const rule = { baselineOkPerSecond, recoverySecond };
 
-interface Side {
-  perSecond: SecondStats[];
-  recovered: boolean;
-  recoveryMs: number | null;
-  baseline: number;
-  peak: number;
-}
-
-function verdict(perSecond: SecondStats[], p: OutageParams, peak: number): Side {
-  const baseline = baselineOkPerSecond(perSecond, p);
-  const at = recoverySecond(perSecond, p, baseline);
-  const resume = p.stopAtMs + p.stopForMs;
-  return {
-    perSecond,
-    recovered: at !== undefined,
-    recoveryMs: at === undefined ? null : Math.max(0, at * 1000 - resume),
-    baseline,
-    peak,
-  };
-}
-
-const describe = (p: OutageParams): string =>
-  `${p.clients} clients, a request every ${p.meanGapMs / 1000} s on average each ` +
-  `(~${Math.round((p.clients * 1000) / p.meanGapMs)} req/s), client timeout ${p.timeoutMs} ms; ` +
-  `server ${p.server.minDelayMs} ms up to ${p.server.concurrencyLimit} in flight, ` +
-  `×${p.server.latencyFactor} per ${p.server.latencyK} more, backlog ${p.server.backlog}; ` +
-  `stopped at ${p.stopAtMs / 1000} s for ${p.stopForMs / 1000} s; run ${p.durationMs / 1000} s; ` +
-  `backoff baseMs ${p.policy.baseMs}, capMs ${p.policy.capMs}, factor ${p.policy.factor}, ` +
-  `jitter ${p.policy.jitter}; seed ${p.seed}`;
-
-const fmtVerdict = (s: Side): string =>
-  s.recovered
-    ? `**recovered**, ${((s.recoveryMs ?? 0) / 1000).toFixed(1)} s after the resume`
-    : '**not recovered**';
-
-process.stderr.write(`outage bench: ${describe(params)}\n`);
+process.stderr.write(`${scenario} bench: ${describe(params)}\n`);
+if (protect) process.stderr.write(`protections: ${JSON.stringify(protections)}\n`);
 const startedAt = new Date();
 const wallStart = performance.now();
 const loadStart = loadavg()[0] ?? 0;
 
 const simScaled = simulateOutage(strategies, params);
 const simFull = simulateOutage(strategies, reference);
+const simProtected = protect ? simulateOutage(strategies, protectedParams(params)) : [];
 
 const redis = await startRedisServer({ appendonly: false });
 const connection = createRedis(redis.url);
 const machine = await describeMachine(connection);
-const real = new Map<SimStrategy, RealRun>();
+const real = new Map<string, RealRun>();
 try {
   for (const [i, strategy] of strategies.entries()) {
-    await connection.flushall();
-    const t = performance.now();
-    process.stderr.write(`real run: ${strategy} (${durationMs / 1000} s) … `);
-    const run = await runReal(
-      strategy,
-      params,
-      connection,
-      `outage-${strategy}`,
-      seededRandom((seed * 7919 + i) >>> 0),
-    );
-    real.set(strategy, run);
-    process.stderr.write(`${((performance.now() - t) / 1000).toFixed(0)} s\n`);
+    for (const on of protect ? [false, true] : [false]) {
+      await connection.flushall();
+      const t = performance.now();
+      process.stderr.write(
+        `real run: ${strategy}${on ? ', protected' : ''} (${durationMs / 1000} s) … `,
+      );
+      const run = await runReal(
+        strategy,
+        params,
+        connection,
+        `${scenario}-${strategy}${on ? '-protected' : ''}`,
+        seededRandom((seed * 7919 + i) >>> 0),
+        { protect: on, overrides },
+      );
+      real.set(`${strategy}:${on}`, run);
+      process.stderr.write(`${((performance.now() - t) / 1000).toFixed(0)} s\n`);
+    }
   }
 } finally {
   connection.disconnect();
@@ -173,67 +153,101 @@ try {
 const loadEnd = loadavg()[0] ?? 0;
 const wallS = (performance.now() - wallStart) / 1000;
 
+const fromReal = (r: RealRun, on: boolean): Run => ({
+  side: on ? 'real, protected' : 'real (requeue + Redis + HTTP)',
+  protect: on,
+  perSecond: r.perSecond,
+  peak: r.peakConcurrency,
+  calls: r.calls,
+  protection: r.protection,
+});
+const fromSim = (r: Outage.OutageResult, side: string, on: boolean): Run => ({
+  side,
+  protect: on,
+  perSecond: r.perSecond,
+  peak: r.peakConcurrency,
+  calls: r.calls,
+});
+
+const rows: { strategy: string; run: Run; f: ReturnType<typeof figures> }[] = [];
 const sections: string[] = [];
-const summary: string[] = [
-  '| strategy | side | verdict | ok/s before | ok/s, last 10 s | peak concurrency | timeouts | requests the server got |',
-  '| --- | --- | --- | --- | --- | --- | --- | --- |',
-];
-const lastTen = (ps: SecondStats[]): number =>
-  ps.slice(-10).reduce((n, s) => n + s.ok, 0) / Math.min(10, ps.length);
-const sum = (ps: SecondStats[], k: 'timeouts' | 'errors'): number =>
-  ps.reduce((n, s) => n + s[k], 0);
 const headline: string[] = [];
+const verdictWord = (f: ReturnType<typeof figures>): string =>
+  scenario === 'overload'
+    ? `${((100 * f.goodput) / best.perSecond).toFixed(0)} % of the best`
+    : f.recovered
+      ? `recovered (${((f.recoveryMs ?? 0) / 1000).toFixed(1)} s)`
+      : 'not recovered';
 for (const [i, strategy] of strategies.entries()) {
-  const simRun = simScaled[i]! satisfies OutageResult;
-  const realRun = real.get(strategy)!;
-  const sim = verdict(simRun.perSecond, params, simRun.peakConcurrency);
-  const mine = verdict(realRun.perSecond, params, realRun.peakConcurrency);
-  const ref = simFull[i]!;
-  summary.push(
-    `| ${strategy} | simulator | ${fmtVerdict(sim)} | ${sim.baseline.toFixed(1)} | ${lastTen(sim.perSecond).toFixed(1)} | ${sim.peak.toLocaleString('en-US')} | ${sum(sim.perSecond, 'timeouts').toLocaleString('en-US')} | ${simRun.calls.toLocaleString('en-US')} |`,
-    `| ${strategy} | real (requeue + Redis + HTTP) | ${fmtVerdict(mine)} | ${mine.baseline.toFixed(1)} | ${lastTen(mine.perSecond).toFixed(1)} | ${mine.peak.toLocaleString('en-US')} | ${sum(mine.perSecond, 'timeouts').toLocaleString('en-US')} | ${realRun.calls.toLocaleString('en-US')} |`,
-    `| ${strategy} | simulator, unscaled (×1, 180 s) | ${fmtVerdict(verdict(ref.perSecond, reference, ref.peakConcurrency))} | ${ref.baselineOkPerSecond.toFixed(1)} | ${lastTen(ref.perSecond).toFixed(1)} | ${ref.peakConcurrency.toLocaleString('en-US')} | ${sum(ref.perSecond, 'timeouts').toLocaleString('en-US')} | ${ref.calls.toLocaleString('en-US')} |`,
-  );
+  const bare = real.get(`${strategy}:false`)!;
+  const runs: Run[] = [fromSim(simScaled[i]!, 'simulator', false), fromReal(bare, false)];
+  if (protect) {
+    runs.push(fromSim(simProtected[i]!, 'simulator, protected', true));
+    runs.push(fromReal(real.get(`${strategy}:true`)!, true));
+  }
+  const unscaled = fromSim(simFull[i]!, 'simulator, unscaled (×1, 180 s)', false);
+  for (const run of [...runs, unscaled]) {
+    const p = run === unscaled ? reference : run.protect ? protectedParams(params) : params;
+    rows.push({ strategy, run, f: figures(scenario, run, p, rule) });
+  }
+  const mine = rows.filter((r) => r.strategy === strategy);
   headline.push(
-    `${strategy}: simulator ${sim.recovered ? 'recovered' : 'not recovered'}, real ${mine.recovered ? 'recovered' : 'not recovered'}`,
+    `| ${strategy} | ${mine.map((r) => `${r.run.side}: ${verdictWord(r.f)}`).join('; ')} |`,
   );
-  const rows = sim.perSecond.map((s, t) => {
-    const r = mine.perSecond[t]!;
-    const down = t * 1000 >= params.stopAtMs - 999 && t * 1000 < params.stopAtMs + params.stopForMs;
-    return `| ${t}${down ? ' ⏸' : ''} | ${s.ok} | ${r.ok} | ${s.errors} | ${r.errors} | ${s.timeouts} | ${r.timeouts} | ${s.concurrency} | ${r.concurrency} |`;
-  });
+  const realRuns = protect ? [bare, real.get(`${strategy}:true`)!] : [bare];
+  const notes = realRuns.map(
+    (r, k) =>
+      `Real side${k === 1 ? ', protected' : ''}: ${r.jobs.toLocaleString('en-US')} jobs, ${r.attempts.toLocaleString('en-US')} attempts, ` +
+      `${r.abandoned.toLocaleString('en-US')} answers to clients that had gone, ${r.refused} requests refused by the full backlog, ${r.dead} dead; ` +
+      `retries started ${r.retryLateMs.p50} ms (median), ${r.retryLateMs.p95} ms (p95), ${r.retryLateMs.max} ms (max) after their scheduled time (${r.retryLateMs.n.toLocaleString('en-US')} retries); ` +
+      `breaker opened ${r.protection.opened} times, ${r.protection.deferred.toLocaleString('en-US')} jobs deferred, the budget empty for ${r.protection.budgetExhausted.toLocaleString('en-US')} retries; ` +
+      `event-loop delay of the workers' thread p99 ${r.loopDelayMs.p99.toFixed(0)} ms, max ${r.loopDelayMs.max.toFixed(0)} ms; ` +
+      `of the server's thread p99 ${r.serverLoopDelayMs.p99.toFixed(0)} ms, max ${r.serverLoopDelayMs.max.toFixed(0)} ms.`,
+  );
   sections.push(
-    `### ${strategy}: per second, simulator (sim) and real\n\n` +
-      `Real side: ${realRun.jobs.toLocaleString('en-US')} jobs, ${realRun.attempts.toLocaleString('en-US')} attempts, ` +
-      `${realRun.abandoned.toLocaleString('en-US')} answers to clients that had gone, ${realRun.refused} requests refused by the full backlog, ${realRun.dead} dead; ` +
-      `retries started ${realRun.retryLateMs.p50} ms (median), ${realRun.retryLateMs.p95} ms (p95), ${realRun.retryLateMs.max} ms (max) after their scheduled time (${realRun.retryLateMs.n.toLocaleString('en-US')} retries); ` +
-      `event-loop delay of the workers' thread p99 ${realRun.loopDelayMs.p99.toFixed(0)} ms, max ${realRun.loopDelayMs.max.toFixed(0)} ms; ` +
-      `of the server's thread p99 ${realRun.serverLoopDelayMs.p99.toFixed(0)} ms, max ${realRun.serverLoopDelayMs.max.toFixed(0)} ms.\n\n` +
-      `| t (s) | ok sim | ok real | errors sim | errors real | timeouts sim | timeouts real | concurrency sim | concurrency real |\n` +
-      `| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n` +
-      rows.join('\n'),
+    `### ${strategy}: per second (sim: simulator, real: requeue; P: protected)\n\n` +
+      `${notes.join('\n\n')}\n\n${perSecondTable(runs, params)}`,
   );
 }
 
-const command = `npm run bench:outage → node --import tsx bench/outage.bench.ts --scale ${scale} --strategies ${strategies.join(',')} --duration-ms ${durationMs} --seed ${seed}`;
-const body = `## Outage: the simulator against the real system
+const command =
+  `npm run bench:outage -- ` +
+  `--scale ${scale} --strategies ${strategies.join(',')} --duration-ms ${durationMs} --seed ${seed} --scenario ${scenario}` +
+  (protect ? ' --protect' : '') +
+  (overrideText ? ` --protect-options '${overrideText}'` : '');
+const title =
+  scenario === 'overload'
+    ? `## Steady overload: goodput${protect ? ', bare and with the default protections' : ''}`
+    : protect
+      ? '## Outage, bare and with the default protections: the simulator against the real system'
+      : '## Outage: the simulator against the real system';
+const scenarioNote =
+  scenario === 'overload'
+    ? `The steady overload (\`bench/outage/scenarios.ts\`): no outage; the clients offer ~${offeredPerSecond(params).toFixed(0)} req/s (at the server's minimum latency) to a server whose best is **${best.perSecond.toFixed(1)} req/s with ${best.concurrency} in flight** (its knee: c / latency(c) is highest there and falls past it), i.e. ${(offeredPerSecond(params) / best.perSecond).toFixed(2)}× the knee. Goodput is the mean ok/s from second 10 to the end; "of the server's best" is goodput ÷ ${best.perSecond.toFixed(1)}. The same scaling as the outage applies (× ${scale}: the best and the offered rate do not change with the scale).`
+    : `This is seed 004's outage (the README's, with backlog 512) × ${scale}: clients, the server's limit, K and backlog × ${scale}, every duration (gap, timeout, latency, outage, backoff base and cap) × ${scale}, so the request rate stays ~100/s, the latency law's exponent is the same function of the fraction of clients in flight, and a run fits in ${durationMs / 1000} s. The run is shorter than ${scale} × 180 s; the recovery rule (≥ 90 % of the ok/s before the stop, concurrency ≤ the limit, ${recoveryWindowS} s in a row) is the simulator's, applied to both sides' per-second figures by the same function. Goodput after the resume is the mean ok/s from the resume to the end.`;
+const protectNote = protect
+  ? `- Protected runs: the worker gets \`${JSON.stringify(protections)}\` (\`defaultProtections()\` in \`bench/outage/real-run.ts\`${overrideText ? ', with `--protect-options` over it' : ''}): every option at requeue's defaults, durations not scaled (a user's defaults are a user's defaults). With no \`breakerKey\` the breaker is the queue's: open, it stops the worker fetching until the half-open time. The simulator's protected run gets the same breaker and budget options through the workers' parsers, but models a keyed breaker (a refused request is deferred to the half-open time), not the queue-wide fetch pause, and no concurrency option.\n`
+  : '';
+const body = `${title}
 
 Written by \`bench/outage.bench.ts\` on ${startedAt.toISOString()} (the run took ${wallS.toFixed(0)} s).
 
 - Command: \`${command}\`; requeue at ${describeRevision(['src', 'workers'])}
 - Machine: \`${machine.uname}\`; CPU: ${machine.cpuModel}, ${machine.cores} cores; 1-minute load average ${loadStart.toFixed(2)} at the start, ${loadEnd.toFixed(2)} at the end (other sessions' work shared the box)
 - Node ${machine.node}; redis-server ${machine.redis} (a private redis-server started for the run, appendonly no, hz 100)
-- Parameters (both sides): ${describe(params)}. This is seed 004's outage (the README's, with backlog 512) × ${scale}: clients, the server's limit, K and backlog × ${scale}, every duration (gap, timeout, latency, outage, backoff base and cap) × ${scale}, so the request rate stays ~100/s, the latency law's exponent is the same function of the fraction of clients in flight, and a run fits in ${durationMs / 1000} s. The run is shorter than ${scale} × 180 s; the recovery rule (≥ 90 % of the ok/s before the stop, concurrency ≤ the limit, ${recoveryWindowS} s in a row) is the simulator's, applied to both sides' per-second figures by the same function.
+- Parameters (both sides): ${describe(params)}. ${scenarioNote}
 - Real side: one requeue worker (the built package, concurrency ${Math.min(1000, params.clients)}: every client can wait on the server at once) on the private redis-server. Each of the ${params.clients} clients is a chain of jobs, one at a time: its next job is added an exponential gap (mean ${params.meanGapMs} ms) after the previous one completed, as the simulator's client sends its next request. The handler makes a GET to an in-process HTTP server on 127.0.0.1 (keep-alive agent) and gives up after ${params.timeoutMs} ms (\`RetryableError\`), so requeue's policy schedules the retry (maxAttempts 1000; the simulator's clients never give up). The server (\`bench/outage/latency-server.ts\`, in a worker thread of the same process so that its timers keep time when the workers' event loop is busy) answers first in, first out by the simulator's law, re-evaluated as the concurrency changes, finishes the work of clients that gave up, and is stopped and resumed by its own timers at the simulator's times; requests while stopped wait in its backlog and all start on resume.
-- "errors" are failures other than timeouts (the simulator's are breaker refusals; no breaker here, so 0 on both sides unless a connection failed). Concurrency is the highest number of requests in flight in the second (a stopped server's backlog not counted), noted on every arrival and at each second's start, as the simulator does.
+${protectNote}- Concurrency is the highest number of requests in flight in the second (a stopped server's backlog not counted), noted on every arrival and at each second's start, as the simulator does. "breaker opened / deferred / budget empty" counts the real worker's \`breaker:opened\`, \`job:deferred\` and \`budget:exhausted\` events.
 
-| | |
+| strategy | verdicts |
 | --- | --- |
-${headline.map((h) => `| ${h.split(':')[0]} | ${h.split(': ')[1]} |`).join('\n')}
+${headline.join('\n')}
 
-${summary.join('\n')}
+${summaryTable(scenario, rows, best.perSecond)}
 
 ${sections.join('\n\n')}`;
 
 process.stdout.write(`${body}\n`);
-if (write) await writeResultsSection('bench/RESULTS.md', 'outage-bench', body);
+const section =
+  scenario === 'overload' ? 'overload-bench' : protect ? 'outage-protected-bench' : 'outage-bench';
+if (write) await writeResultsSection('bench/RESULTS.md', section, body);

@@ -18,6 +18,9 @@ export interface ServerSeconds {
   loopDelayMs: { p99: number; max: number };
 }
 
+/** setTimeout's longest delay (2³¹ − 1 ms); a longer one fires at once. */
+const maxTimerMs = 2 ** 31 - 1;
+
 interface Work {
   res: ServerResponse;
   /** When the work started, in server time (the pauses left out). */
@@ -178,7 +181,8 @@ export class LatencyServer {
     if (at >= this.checkAt) return;
     this.clearTimer();
     this.checkAt = at;
-    this.timer = setTimeout(() => this.complete(), Math.max(0, at - now));
+    // Past setTimeout's range (an astronomically slow answer under overload), look again then.
+    this.timer = setTimeout(() => this.complete(), Math.min(maxTimerMs, Math.max(0, at - now)));
   }
 
   private clearTimer(): void {

@@ -2,7 +2,14 @@ import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 // The built package, as users run it (`npm run build` first; the bench script does).
-import { createLogger, createQueue, createWorker, RetryableError, type RequeueJob } from 'requeue';
+import {
+  createLogger,
+  createQueue,
+  createWorker,
+  RetryableError,
+  type RequeueJob,
+  type WorkerOptions,
+} from 'requeue';
 import type { OutageParams, SecondStats } from '../../src/simulate/outage.js';
 import type { SimStrategy } from '../../src/simulate/sim-strategy.js';
 import { Worker } from 'node:worker_threads';
@@ -32,6 +39,40 @@ export interface RealRun {
   loopDelayMs: { p99: number; max: number };
   /** The client timers' mean gap, as drawn, ms (the simulator's is `meanGapMs`). */
   meanGapDrawnMs: number;
+  /** What the protections did: jobs turned away (deferred), breaker openings, budget exhaustions. */
+  protection: { deferred: number; opened: number; budgetExhausted: number };
+}
+
+/** The worker options a protected run adds (see {@link defaultProtections}). */
+export type Protections = Pick<
+  WorkerOptions<{ client: number }>,
+  'breaker' | 'budget' | 'breakerKey' | 'keyConcurrency' | 'concurrency'
+> & {
+  /** Over the scenario's backoff (e.g. `capMs`, where an empty budget parks a retry); exploration only. */
+  policy?: { capMs?: number };
+};
+
+/**
+ * requeue's protections as a `createWorker` user turns them on, each at its
+ * defaults: the queue's circuit breaker (`breaker: {}`: 50 % failures over
+ * 10 s with ≥ 10 outcomes opens it for 30 s, one probe) and the retry budget
+ * (`budget: {}`: a token bucket of 500, a timeout-caused retry costs 10, a
+ * first-attempt success refunds 1; an empty bucket delays the retry to the
+ * policy's cap). Everything `createWorker` offers today that guards a
+ * dependency, and nothing tuned to this bench. The one place to add the
+ * protections being built on other branches, e.g. `retryOrder: 'first'` (due
+ * retries before new work) and `adaptiveConcurrency: {}` (a per-key limit
+ * learnt from latency, which needs a key: `breakerKey: () => 'server'`).
+ */
+export function defaultProtections(): Protections {
+  return { breaker: {}, budget: {} };
+}
+
+/** A run's switches: `protect` adds {@link defaultProtections}, `overrides` over them. */
+export interface RealRunOptions {
+  protect?: boolean;
+  /** Worker options over the defaults (to find which protection would do); only with `protect`. */
+  overrides?: Protections;
 }
 
 const logger = createLogger({ level: 'silent' });
@@ -51,7 +92,10 @@ export async function runReal(
   connection: Redis,
   queueName: string,
   random: () => number,
+  { protect = false, overrides = {} }: RealRunOptions = {},
 ): Promise<RealRun> {
+  const protections: Protections = protect ? { ...defaultProtections(), ...overrides } : {};
+  const { policy: _policy, ...workerProtections } = protections;
   const seconds = Math.ceil(params.durationMs / 1000);
   const ok = new Int32Array(seconds);
   const errors = new Int32Array(seconds);
@@ -92,6 +136,7 @@ export async function runReal(
     randomMs: params.policy.randomMs,
     // The simulator's clients retry until they succeed.
     maxAttempts: 1000,
+    ...protections.policy,
   };
   const queue = createQueue<{ client: number }>(queueName, { connection, policy });
   let t0 = performance.now();
@@ -151,9 +196,14 @@ export async function runReal(
     policy,
     logger,
     autorun: false,
+    ...workerProtections,
   });
   worker.on('error', (err) => console.error(`requeue worker error: ${err.message}`));
   worker.on('retry:scheduled', (e) => retryAt.set(e.jobId, e.retryAt));
+  const protection = { deferred: 0, opened: 0, budgetExhausted: 0 };
+  worker.on('job:deferred', () => protection.deferred++);
+  worker.on('breaker:opened', () => protection.opened++);
+  worker.on('budget:exhausted', () => protection.budgetExhausted++);
 
   // The clients: one job at a time each, the next one a random gap after the last completed.
   let running = true;
@@ -238,5 +288,6 @@ export async function runReal(
     loopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
     serverLoopDelayMs: server.stats.loopDelayMs,
     meanGapDrawnMs: gaps > 0 ? gapSum / gaps : 0,
+    protection,
   };
 }

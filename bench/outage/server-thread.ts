@@ -29,8 +29,11 @@ port.on('message', (message: ToThread) => {
     const at = (ms: number, fn: () => void): void => {
       timers.push(setTimeout(fn, Math.max(0, t0 + ms - performance.now())));
     };
-    at(data.stopAtMs, () => server.stop());
-    at(data.stopAtMs + data.stopForMs, () => server.resume());
+    // A run without an outage (the overload scenario) has stopForMs 0.
+    if (data.stopForMs > 0) {
+      at(data.stopAtMs, () => server.stop());
+      at(data.stopAtMs + data.stopForMs, () => server.resume());
+    }
     for (let s = 0; s < data.seconds; s++) at(s * 1000, () => server.tick(s));
   } else {
     for (const timer of timers) clearTimeout(timer);
