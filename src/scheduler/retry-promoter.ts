@@ -192,3 +192,18 @@ export async function promoteRetries(
   const score = Number(first);
   return { moved, held, nextScore: score < 0 ? undefined : score };
 }
+
+/** The time constant of the retry share's credit (`src/policy/retry-share.ts`). */
+const retryShareWindowMs = 5_000;
+
+/** The worker's promoter for its `retryOrder`: none for `fifo` (BullMQ's own order). */
+export function retryPromoterFor(
+  order: { retryOrder?: 'first' | 'fifo' | undefined; retryShare?: number | undefined },
+  options: Omit<RetryPromoterOptions, 'rule'>,
+): RetryPromoter | undefined {
+  if ((order.retryOrder ?? 'first') !== 'first') return undefined;
+  return new RetryPromoter({
+    ...options,
+    rule: { share: order.retryShare ?? 0.5, windowMs: retryShareWindowMs },
+  });
+}

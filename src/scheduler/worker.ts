@@ -25,7 +25,7 @@ import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { RetentionKeeper } from './dlq/retention-keeper.js';
 import { fetchOnRedisTime } from './redis-time-fetch.js';
-import { RetryPromoter } from './retry-promoter.js';
+import { retryPromoterFor, type RetryPromoter } from './retry-promoter.js';
 import { retryOrderSchema, workerNumbersSchema, type WorkerOptions } from './worker-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
 import { parseConfig } from '../util/parse-config.js';
@@ -36,9 +36,6 @@ export type { WorkerOptions } from './worker-options.js';
 /** Where a running job carries its attempt number (deferrals not counted) to `job:completed`. */
 const attemptTag = Symbol('requeue.attempt');
 type AttemptTagged = Job & { [attemptTag]?: number };
-
-/** The time constant of the retry share's credit (`src/policy/retry-share.ts`). */
-const retryShareWindowMs = 5_000;
 
 /** What a job on its first attempt has stored: nothing yet. */
 const firstLife = Object.freeze({ state: undefined, life: 0, lifeOffset: 0 });
@@ -178,18 +175,14 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       maxStalledCount: 1_000_000,
     });
     this.moves = new JobMoves(redis, this.bull, name);
-    this.promoter =
-      (order.retryOrder ?? 'first') === 'first'
-        ? new RetryPromoter({
-            redis,
-            keys: this.moves.keys,
-            clock: this.clock,
-            logger: this.logger,
-            rule: { share: order.retryShare ?? 0.5, windowMs: retryShareWindowMs },
-            holdAboveJobs: concurrency,
-            fetching: () => !this.bull.isPaused() && !this.bull.closing,
-          })
-        : undefined;
+    this.promoter = retryPromoterFor(order, {
+      redis,
+      keys: this.moves.keys,
+      clock: this.clock,
+      logger: this.logger,
+      holdAboveJobs: concurrency,
+      fetching: () => !this.bull.isPaused() && !this.bull.closing,
+    });
     const promoter = this.promoter;
     fetchOnRedisTime(this.bull, this.clock, promoter && (() => promoter.beforeFetch()));
     processDeferredFailures(this.bull);
