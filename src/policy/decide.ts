@@ -60,38 +60,21 @@ function decideByTree(ctx: FailureContext): FailureDecision {
   return { action: 'retry', delayMs: next.delayMs, retryAt: next.retryAt, source: next.source };
 }
 
-/** What an empty retry budget does to a retry (`budget.onEmpty`). */
-export type EmptyBudgetAction = 'delay-jittered' | 'delay-to-cap' | 'dead-letter';
-
 /**
- * What an empty retry budget does to a retry: the job is never dropped. Its
- * retry waits a uniform random delay between its own and `maxDelayMs` (at
- * most the policy's cap: `delay-jittered`), or the policy's cap exactly
- * (`delay-to-cap`), or it dies with `budget-exhausted`. Without `spread`,
- * `delay-jittered` waits its bound, unjittered.
- * @see seed 001, "retry budget / token bucket"; jitter so that parked retries
- * do not return as one herd (bench/RESULTS.md, outage-protection-analysis)
+ * What an empty retry budget does to a retry: the job is never dropped; its
+ * retry waits the policy's cap, or it dies with `budget-exhausted`.
+ * @see seed 001, "retry budget / token bucket"
  */
 export function applyEmptyBudget(
   decision: Extract<FailureDecision, { action: 'retry' }>,
   policy: RetryPolicy,
   now: number,
-  onEmpty: EmptyBudgetAction,
-  spread?: { random: Random; maxDelayMs: number },
+  onEmpty: 'delay-to-cap' | 'dead-letter',
 ): FailureDecision {
   if (onEmpty === 'dead-letter') return { action: 'dead-letter', reason: 'budget-exhausted' };
-  if (onEmpty === 'delay-to-cap')
-    return {
-      action: 'retry',
-      ...dueAfter(now, Math.max(decision.delayMs, policy.capMs)),
-      source: 'budget',
-    };
-  const bound = Math.max(
-    decision.delayMs,
-    Math.min(policy.capMs, spread?.maxDelayMs ?? policy.capMs),
-  );
-  const delayMs = spread
-    ? Math.round(decision.delayMs + spread.random() * (bound - decision.delayMs))
-    : bound;
-  return { action: 'retry', ...dueAfter(now, delayMs), source: 'budget' };
+  return {
+    action: 'retry',
+    ...dueAfter(now, Math.max(decision.delayMs, policy.capMs)),
+    source: 'budget',
+  };
 }

@@ -18,12 +18,7 @@ import { successRefund } from '../policy/budget/budget-options.js';
 import { classifyError, describeError } from '../policy/classify/index.js';
 import { countsAgainst } from '../policy/breaker/job-count.js';
 import type { Classification, ClassifyOptions } from '../policy/classify/classify.js';
-import {
-  applyEmptyBudget,
-  decideFailure,
-  type EmptyBudgetAction,
-  type FailureDecision,
-} from '../policy/decide.js';
+import { applyEmptyBudget, decideFailure, type FailureDecision } from '../policy/decide.js';
 import {
   changeState,
   readJobMeta,
@@ -123,7 +118,7 @@ export type Attempt = AttemptOutcome & {
   meta: JobMeta;
   life: number;
   /** The retry budget turned this retry down (announced after the move). */
-  budgetExhausted?: EmptyBudgetAction;
+  budgetExhausted?: 'delay-to-cap' | 'dead-letter';
 };
 
 /**
@@ -528,10 +523,7 @@ async function failed<T>(
     // A denied take costs nothing, so its success must refund nothing either.
     state = changeState(state, { lastRetryCost: cost });
     if (!granted) {
-      decision = applyEmptyBudget(decision, policy, finishedAt, ctx.budget.onEmpty, {
-        random: ctx.random,
-        maxDelayMs: ctx.budget.emptyDelayMs,
-      });
+      decision = applyEmptyBudget(decision, policy, finishedAt, ctx.budget.onEmpty);
       budgetExhausted = ctx.budget.onEmpty;
     }
   }

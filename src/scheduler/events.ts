@@ -1,7 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../config/logger.js';
 import type { AttemptRecord } from '../policy/job-state.js';
-import type { EmptyBudgetAction } from '../policy/decide.js';
 import type { DeadJobRecord } from './dlq/dead-letter-queue.js';
 
 /** The events a requeue worker emits, by name. Each comes after the state it announces is stored. */
@@ -56,7 +55,9 @@ export interface WorkerEvents {
   'breaker:opened': [event: { queue: string; key: string; halfOpenAt: number }];
   'breaker:half-open': [event: { queue: string; key: string }];
   'breaker:closed': [event: { queue: string; key: string }];
-  'budget:exhausted': [event: { queue: string; jobId: string; action: EmptyBudgetAction }];
+  'budget:exhausted': [
+    event: { queue: string; jobId: string; action: 'delay-to-cap' | 'dead-letter' },
+  ];
   /** DLQ retention removed dead jobs (also logged as a warning). */
   'dlq:trimmed': [event: { queue: string; byAge: number; byCount: number }];
   /** An error requeue could not hand to anyone else (lost connection, lost lock). */

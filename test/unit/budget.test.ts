@@ -7,7 +7,6 @@ import {
 } from '../../src/policy/budget/budget-options.js';
 import { applyEmptyBudget } from '../../src/policy/decide.js';
 import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
-import { seededRandom } from '../../src/util/random.js';
 
 /** The reference time of these tests: when the retry is decided. */
 const NOW = Date.UTC(2025, 0, 1, 12, 0, 0);
@@ -20,8 +19,7 @@ describe('budget options', () => {
       retryCost: 5,
       timeoutCost: 10,
       successRefund: 1,
-      onEmpty: 'delay-jittered',
-      emptyDelayMs: 30_000,
+      onEmpty: 'delay-to-cap',
     });
     expect(parseBudgetOptions({ kind: 'token-bucket' })).toEqual(parseBudgetOptions({}));
   });
@@ -32,8 +30,7 @@ describe('budget options', () => {
       ratio: 0.1,
       windowMs: 10_000,
       minRetries: 10,
-      onEmpty: 'delay-jittered',
-      emptyDelayMs: 30_000,
+      onEmpty: 'delay-to-cap',
     });
   });
 
@@ -117,45 +114,6 @@ describe('an empty budget', () => {
     expect(applyEmptyBudget(server, policy, NOW, 'delay-to-cap')).toMatchObject({
       delayMs: 5_000,
       source: 'budget',
-    });
-  });
-
-  it('by default spreads a parked retry between its own delay and the bound, so a fleet does not return as one herd', () => {
-    const wide = parseRetryPolicy({ strategy: 'full-jitter', baseMs: 100, capMs: 120_000 });
-    const delays = Array.from({ length: 2_000 }, (_, i) => {
-      const random = seededRandom(i + 1);
-      const d = applyEmptyBudget(retry, wide, NOW, 'delay-jittered', {
-        random,
-        maxDelayMs: 30_000,
-      });
-      if (d.action !== 'retry') throw new Error('delay-jittered must retry');
-      expect(d.source).toBe('budget');
-      expect(d.retryAt).toBe(NOW + d.delayMs);
-      return d.delayMs;
-    });
-    for (const d of delays) {
-      expect(d).toBeGreaterThanOrEqual(37);
-      expect(d).toBeLessThanOrEqual(30_000);
-    }
-    // Spread, not parked at one time: every tenth of the range holds some.
-    const deciles = new Set(
-      delays.map((d) => Math.min(9, Math.floor(((d - 37) / (30_000 - 37)) * 10))),
-    );
-    expect(deciles.size).toBe(10);
-  });
-
-  it('never spreads past the policy’s cap, and keeps a longer delay of its own', () => {
-    const random = seededRandom(7);
-    const capped = applyEmptyBudget(retry, policy, NOW, 'delay-jittered', {
-      random,
-      maxDelayMs: 30_000,
-    });
-    expect(capped.action === 'retry' && capped.delayMs <= 1_000 && capped.delayMs >= 37).toBe(true);
-    const server = { ...retry, delayMs: 5_000, retryAt: NOW + 5_000, source: 'server' as const };
-    expect(
-      applyEmptyBudget(server, policy, NOW, 'delay-jittered', { random, maxDelayMs: 30_000 }),
-    ).toMatchObject({
-      delayMs: 5_000,
     });
   });
 

@@ -4,17 +4,8 @@ import { parseConfig } from '../../util/parse-config.js';
 
 const tokens = z.number().int().max(limits.budgetTokens);
 
-/**
- * What happens to a retry when the budget is empty: it is never dropped.
- * `delay-jittered` spreads it uniformly between its own delay and
- * `emptyDelayMs` (at most the policy's cap), so a fleet parked by an empty
- * budget does not come back as one herd; `delay-to-cap` waits the policy's
- * cap exactly (the herd comes back at once); `dead-letter` ends it with
- * `budget-exhausted`.
- */
-const onEmpty = z.enum(['delay-jittered', 'delay-to-cap', 'dead-letter']).default('delay-jittered');
-/** The longest an empty budget delays a retry under `delay-jittered`. */
-const emptyDelayMs = z.number().int().positive().max(limits.windowMs).default(30_000);
+/** What happens to a retry when the budget is empty: it is never dropped. */
+const onEmpty = z.enum(['delay-to-cap', 'dead-letter']).default('delay-to-cap');
 
 /**
  * The AWS SDK's retry quota: a token bucket shared by the queue's workers.
@@ -30,10 +21,8 @@ export const tokenBucketSchema = z.strictObject({
   timeoutCost: tokens.min(0).default(10),
   /** Tokens a first-attempt success gives back. @defaultValue `1` */
   successRefund: tokens.min(0).default(1),
-  /** @defaultValue `delay-jittered` */
+  /** @defaultValue `delay-to-cap` */
   onEmpty,
-  /** @defaultValue `30_000` */
-  emptyDelayMs,
 });
 
 /**
@@ -48,10 +37,8 @@ export const ratioBudgetSchema = z.strictObject({
   windowMs: z.number().int().positive().max(limits.windowMs).default(10_000),
   /** Retries always allowed per window, so a quiet queue can still retry. @defaultValue `10` */
   minRetries: tokens.min(0).default(10),
-  /** @defaultValue `delay-jittered` */
+  /** @defaultValue `delay-to-cap` */
   onEmpty,
-  /** @defaultValue `30_000` */
-  emptyDelayMs,
 });
 
 export const budgetOptionsSchema = z.preprocess(
