@@ -79,6 +79,15 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     pausedKeys: `${base}:paused`,
     /** Pub/sub channel for pauses. */
     pauseChannel: `${base}:pause-events`,
+    /**
+     * Sorted set: keys with adaptive-concurrency state, scored by when that
+     * state may last be touched (ms); pruned by writers. @see limit-store.ts
+     */
+    limitKeys: `${base}:limit-keys`,
+    /** Hash: a key's learned limit (`l`), slow-start threshold (`t`), last decrease (`d`). */
+    limit: (key: string) => `${base}:limit:${key}`,
+    /** Sorted set: a key's leases under its limit, token → expiry (ms). */
+    limitLeases: (key: string) => `${base}:limit-leases:${key}`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */

@@ -3,6 +3,7 @@ import { libraryLogger, type Logger } from '../config/logger.js';
 import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { parseClassifyOptions } from '../policy/classify/index.js';
+import { leaseMsOf, parseAdaptiveConcurrency } from '../policy/limit/limit-options.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
 import { StoredResult } from '../policy/outcome.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
@@ -21,6 +22,7 @@ import { FetchPause } from './fetch-pause.js';
 import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
+import { KeyLimits } from './key-limits.js';
 import { RetentionKeeper } from './retention-keeper.js';
 import { fetchOnRedisTime } from './redis-time-fetch.js';
 import { workerNumbersSchema, type WorkerOptions } from './worker-options.js';
@@ -54,6 +56,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   readonly gate: BreakerGate;
   /** Bulkheads and pauses per key. */
   readonly keys: KeyGate;
+  /** The fleet's adaptive concurrency limits per key, when `adaptiveConcurrency` is on. */
+  readonly limits: KeyLimits | undefined;
   private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly clock: Clock;
@@ -136,6 +140,13 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         ),
     });
     this.keys = new KeyGate({ redis, queue: name, clock: this.clock, logger: this.logger });
+    this.limits = adaptiveLimits(options, {
+      redis,
+      queue: name,
+      clock: this.clock,
+      logger: this.logger,
+      paused: (key) => this.keys.pausedUntil(key) !== undefined,
+    });
     this.dlq = new DeadLetterQueue(name, {
       connection: redis,
       prefix: options.prefix,
@@ -179,6 +190,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       breakerKeyOf: (key) =>
         !this.breakerOptions ? undefined : this.options.breakerKey ? key : queueBreakerKey,
       keyConcurrency: (job) => perJob.keyConcurrencyOf(job),
+      limits: this.limits,
       budget: this.budgetOptions,
       maxDeferrals: this.breakerOptions?.maxDeferrals ?? Number.POSITIVE_INFINITY,
       attemptTimeoutMs: options.attemptTimeoutMs,
@@ -299,6 +311,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         this.retention.stop(),
         this.gate.close(),
         this.keys.close(),
+        this.limits?.close(),
         this.dlq.close(),
       ]),
       left(),
@@ -347,6 +360,20 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
     return new DelayedError('left to stalled recovery');
   }
+}
+
+/** The worker's adaptive limits, when its options turn them on. */
+function adaptiveLimits<T>(
+  options: WorkerOptions<T>,
+  rest: Omit<ConstructorParameters<typeof KeyLimits>[0], 'params'>,
+): KeyLimits | undefined {
+  if (!options.adaptiveConcurrency) return undefined;
+  const adaptive = parseAdaptiveConcurrency(
+    options.adaptiveConcurrency,
+    'worker.adaptiveConcurrency',
+  );
+  const leaseMs = leaseMsOf(adaptive, options.attemptTimeoutMs);
+  return new KeyLimits(Object.assign({ params: Object.assign({}, adaptive, { leaseMs }) }, rest));
 }
 
 /** Creates a worker for `name` that runs `handler` with requeue's retries and DLQ. */
