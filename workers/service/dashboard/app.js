@@ -406,6 +406,38 @@ function BreakersPanel({ queue, tick, onError, ask, refresh }) {
   </section>`;
 }
 
+/** Adaptive concurrency: the fleet's learned limit per key; shown only when a key has one. */
+function LimitsPanel({ queue, tick, onError }) {
+  const [data, error] = usePoll(`/queues/${q(queue)}/limits?max=20`, tick, onError);
+  if (!error && !data?.limits?.length) return null;
+  return html`<section class="panel" data-testid="limits">
+    <h3>Adaptive concurrency</h3>
+    ${error && html`<div class="notice bad">${error}</div>`}
+    <table>
+      <thead>
+        <tr>
+          <th>Key</th>
+          <th class="num">Limit</th>
+          <th class="num">In flight</th>
+          <th>Last decrease</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${(data?.limits ?? []).map(
+          (l) =>
+            html`<tr key=${l.key} data-testid=${`limit-${l.key}`}>
+              <td class="mono">${l.key}</td>
+              <td class="num">${l.admits ?? 'initial'}</td>
+              <td class="num">${l.inFlight}</td>
+              <td title=${time(l.decreasedAt)}>${l.decreasedAt ? ago(l.decreasedAt) : ''}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+    ${data && data.keys > data.limits.length && html`<p class="muted">${data.keys - data.limits.length} more keys.</p>`}
+  </section>`;
+}
+
 function EndpointsPanel({ queue, tick, onError, ask, refresh }) {
   const [data, error] = usePoll(`/queues/${q(queue)}/endpoints`, tick, onError);
   const act = (verb, id) =>
@@ -817,6 +849,7 @@ function App() {
             </div>
             <div>
               <${BreakersPanel} queue=${current.name} ...${panel} />
+              <${LimitsPanel} queue=${current.name} ...${panel} />
               <${JobLookup} queue=${current.name} ...${panel} />
               ${current.kind === 'webhook' && html`<${EndpointsPanel} queue=${current.name} ...${panel} />`}
             </div>
