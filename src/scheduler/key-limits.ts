@@ -53,9 +53,10 @@ export class KeyLimits {
   /** A lease under `key`'s limit, or undefined when the fleet runs as many as the limit allows. */
   async acquire(key: string): Promise<Lease | undefined> {
     const token = `${this.prefix}:${++this.sequence}`;
-    const localStart = this.options.clock.now();
     const got = await this.store.acquire(key, token, this.options.params);
-    return got.admitted ? { key, token, startedAt: got.now, localStart } : undefined;
+    if (!got.admitted) return undefined;
+    // The latency the limit learns from starts once the place is held: the acquire's own round trip is not the key's.
+    return { key, token, startedAt: got.now, localStart: this.options.clock.now() };
   }
 
   /** Gives `lease` back, the limit learning from `outcome` (none: requeue's own I/O failed). */
