@@ -41,8 +41,8 @@ export interface KeyLimitView {
  * come back by themselves); a queue-wide sorted set indexes the keys that
  * have either. `acquire` and `release` are one script each. A key whose
  * leases are all back and whose limit is at `initial` or above has no state
- * at all: measured, a key under load holds ~200 bytes plus ~60 per lease
- * (`MEMORY USAGE`, bench/RESULTS.md).
+ * at all. Measured (`MEMORY USAGE`, Redis 7, a 19-character key): the hash
+ * 136 bytes, the lease set 152 bytes plus 34 per lease, and one index member.
  */
 export class LimitStore {
   private readonly keys;
