@@ -116,7 +116,9 @@ interface OverloadRun {
   adaptive: WorkerOptions['adaptiveConcurrency'];
 }
 
-/** Two workers (concurrency 32 each) on one key against the server, for `seconds`: goodput. */
+const slots = Number(process.env.BENCH_SLOTS ?? 16);
+
+/** Two workers (`slots` each) on one key against the server, for `seconds`: goodput. */
 async function overload(run: OverloadRun, seconds: number, capacity: number, baseMs: number) {
   const name = `bench-adaptive-overload-${process.pid}-${performance.now().toFixed(0)}`;
   const server = await overloadedServer(capacity, baseMs);
@@ -132,8 +134,8 @@ async function overload(run: OverloadRun, seconds: number, capacity: number, bas
   const workers = [0, 1].map(() => {
     const w = createWorker<Data>(name, (job) => get(server.port, job.signal, false), {
       connection: new Redis(url, { maxRetriesPerRequest: null }),
-      concurrency: 32,
-      keyConcurrency: 32,
+      concurrency: slots,
+      keyConcurrency: slots,
       breakerKey: () => 'dep',
       attemptTimeoutMs: 100,
       policy: { strategy: 'fixed', baseMs: 50, maxAttempts: 1_000 },
@@ -199,12 +201,12 @@ async function main(): Promise<void> {
         `ratio on/off ${(median(on) / median(off)).toFixed(3)} (load ${load()})`,
     );
   }
-  const capacity = 8;
+  const capacity = Number(process.env.BENCH_CAPACITY ?? 4);
   const baseMs = 20;
   const seconds = Number(process.env.BENCH_SECONDS ?? 12);
   console.log(
     `overload: a server that does ${capacity} requests at once in ${baseMs} ms (best ${(capacity / baseMs) * 1000}/s), ` +
-      `each slower as more arrive; 2 workers × 32 slots, attempt timeout 100 ms; ${seconds - 2} s measured`,
+      `each slower as more arrive; 2 workers × ${slots} slots, attempt timeout 100 ms; ${seconds - 2} s measured`,
   );
   const runs: OverloadRun[] = [
     { label: 'without adaptive limit', adaptive: false },

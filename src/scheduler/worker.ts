@@ -3,7 +3,11 @@ import { libraryLogger, type Logger } from '../config/logger.js';
 import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { parseClassifyOptions } from '../policy/classify/index.js';
-import { leaseMsOf, parseAdaptiveConcurrency } from '../policy/limit/limit-options.js';
+import {
+  leaseMsOf,
+  parseAdaptiveConcurrency,
+  type AdaptiveConcurrency,
+} from '../policy/limit/limit-options.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
 import { StoredResult } from '../policy/outcome.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
@@ -97,6 +101,10 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       },
       'worker',
     );
+    // Checked before a connection is opened, as the numbers are.
+    const adaptive = options.adaptiveConcurrency
+      ? parseAdaptiveConcurrency(options.adaptiveConcurrency, 'worker.adaptiveConcurrency')
+      : undefined;
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;
@@ -140,7 +148,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         ),
     });
     this.keys = new KeyGate({ redis, queue: name, clock: this.clock, logger: this.logger });
-    this.limits = adaptiveLimits(options, {
+    this.limits = adaptiveLimits(adaptive, options.attemptTimeoutMs, {
       redis,
       queue: name,
       clock: this.clock,
@@ -363,16 +371,13 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
 }
 
 /** The worker's adaptive limits, when its options turn them on. */
-function adaptiveLimits<T>(
-  options: WorkerOptions<T>,
+function adaptiveLimits(
+  adaptive: AdaptiveConcurrency | undefined,
+  attemptTimeoutMs: number | undefined,
   rest: Omit<ConstructorParameters<typeof KeyLimits>[0], 'params'>,
 ): KeyLimits | undefined {
-  if (!options.adaptiveConcurrency) return undefined;
-  const adaptive = parseAdaptiveConcurrency(
-    options.adaptiveConcurrency,
-    'worker.adaptiveConcurrency',
-  );
-  const leaseMs = leaseMsOf(adaptive, options.attemptTimeoutMs);
+  if (!adaptive) return undefined;
+  const leaseMs = leaseMsOf(adaptive, attemptTimeoutMs);
   return new KeyLimits(Object.assign({ params: Object.assign({}, adaptive, { leaseMs }) }, rest));
 }
 
