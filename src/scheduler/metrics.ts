@@ -3,8 +3,8 @@ import { libraryLogger, type Logger, type LoggerOption } from '../config/logger.
 import type { BreakerPhase } from '../policy/breaker/breaker.js';
 import type { BreakerStore } from '../redis/breaker-store.js';
 import type { BudgetStore, BudgetStatus } from '../redis/budget-store.js';
-import type { LimitStore } from '../redis/limit-store.js';
 import { withDeadline } from '../util/lifecycle.js';
+import type { KeyLimits } from './key-limits.js';
 import { readLimits, registerLimitGauges, type LimitReading } from './limit-metrics.js';
 import type { QueueCounts, RequeueQueue } from './queue.js';
 import { queueBreakerKey, type RequeueWorker } from './worker.js';
@@ -53,8 +53,8 @@ interface QueueReading {
  * workers' events, and gauges (jobs per state, DLQ size, breaker states,
  * budget tokens) read from Redis at scrape time with reads only. Labels stay
  * low-cardinality (queue, reason, state): per-endpoint breaker keys are
- * counted by state, never labels; adaptive limits label only the 10 keys
- * per queue with the most in flight (`limit-metrics.ts`).
+ * counted by state, never labels, and adaptive limits are summed per queue
+ * (`limit-metrics.ts`).
  */
 export class RequeueMetrics {
   readonly registry: Registry;
@@ -75,7 +75,7 @@ export class RequeueMetrics {
   /** Breaker and budget stores of the watched workers, by queue. */
   private readonly stores = new Map<
     string,
-    { breakers?: BreakerStore; budget?: BudgetStore; limits?: LimitStore }
+    { breakers?: BreakerStore; budget?: BudgetStore; limits?: KeyLimits }
   >();
   private reading: Promise<Map<string, QueueReading>> | undefined;
   private readonly logger: Logger;
@@ -283,7 +283,7 @@ export class RequeueMetrics {
       this.retentionRemoved.inc({ queue, reason: 'count' }, e.byCount);
     });
     const { breakers, budget } = worker.gate;
-    const limits = worker.limits?.store;
+    const limits = worker.limits;
     if (breakers || budget || limits)
       this.stores.set(queue, {
         ...(breakers && { breakers }),

@@ -371,8 +371,10 @@ describe('a metrics scrape never writes', () => {
     expect(sample(text, 'requeue_breaker_keys', { ...q, state: 'closed' })).toBe(1);
     expect(sample(text, 'requeue_budget_tokens', q)).toBe(495);
     expect(sample(text, 'requeue_adaptive_keys', q)).toBe(1);
-    expect(sample(text, 'requeue_adaptive_limit', { ...q, key: 'endpoint-3' })).toBe(7);
-    expect(sample(text, 'requeue_adaptive_in_flight', { ...q, key: 'endpoint-3' })).toBe(2);
+    expect(sample(text, 'requeue_adaptive_limited_keys', q)).toBe(1);
+    expect(sample(text, 'requeue_adaptive_in_flight', q)).toBe(2);
+    expect(sample(text, 'requeue_adaptive_limit_min', q)).toBe(7);
+    expect(text).not.toContain('endpoint-3');
     expect(text).not.toContain('endpoint-1');
   });
 });
