@@ -373,7 +373,7 @@ async function admitAndRun<T>(
     const breakerKey = ctx.breakerKeyOf(a.key);
     if (breakerKey !== undefined) {
       const refused = await askBreaker(ctx, a, breakerKey);
-      if (refused !== undefined) return ctx.apply(a.handle.bullJob, token, (settled = refused));
+      if (refused !== undefined) return ctx.apply(a.handle.bullJob, token, refused);
     }
     a.startedAt = ctx.clock.now();
     let outcome: Attempt | Promise<Attempt>;
