@@ -72,6 +72,18 @@ export type { BreakerOptions, BreakerOptionsInput } from './policy/breaker/break
 export type { BreakerState, BreakerPhase, Admission } from './policy/breaker/breaker.js';
 export { budgetOptionsSchema, parseBudgetOptions } from './policy/budget/budget-options.js';
 export type { BudgetOptions, BudgetOptionsInput } from './policy/budget/budget-options.js';
+export {
+  adaptiveConcurrencySchema,
+  parseAdaptiveConcurrency,
+} from './policy/limit/limit-options.js';
+export type {
+  AdaptiveConcurrency,
+  AdaptiveConcurrencyInput,
+} from './policy/limit/limit-options.js';
+export { nextLimit, initialLimitState } from './policy/limit/aimd.js';
+export type { LimitSignal, LimitState, LimitSample } from './policy/limit/aimd.js';
+export { LimitStore } from './redis/limit-store.js';
+export type { KeyLimitView } from './redis/limit-store.js';
 export { BreakerStore } from './redis/breaker-store.js';
 export { BudgetStore } from './redis/budget-store.js';
 

@@ -85,6 +85,15 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
      * BullMQ's 'prioritized' set drains. @see src/redis/lua/fairStamp-4.lua
      */
     fair: `${base}:fair`,
+    /**
+     * Sorted set: keys with adaptive-concurrency state, scored by when that
+     * state may last be touched (ms); pruned by writers. @see limit-store.ts
+     */
+    limitKeys: `${base}:limit-keys`,
+    /** Hash: a key's learned limit (`l`), slow-start threshold (`t`), last decrease (`d`). */
+    limit: (key: string) => `${base}:limit:${key}`,
+    /** Sorted set: a key's leases under its limit, token → expiry (ms). */
+    limitLeases: (key: string) => `${base}:limit-leases:${key}`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */

@@ -33,6 +33,7 @@ import type { RetryPolicy } from '../policy/retry-policy.js';
 import type { Clock, Random } from '../util/system.js';
 import type { BreakerGate } from './breaker-gate.js';
 import type { KeyGate } from './key-gate.js';
+import type { KeyLimits, Lease } from './key-limits.js';
 import type { StoredState } from './job-moves.js';
 
 /** What a handler receives: the job's data, its idempotency key and its attempt number. */
@@ -82,6 +83,8 @@ export interface AttemptContext<T> {
   readonly breakerKeyOf: (key: string | undefined) => string | undefined;
   /** How many jobs of one key may run at once in this process. */
   readonly keyConcurrency: (job: RequeueJob<T>) => number;
+  /** The fleet's adaptive limit per key (`adaptiveConcurrency`), when on. */
+  readonly limits: KeyLimits | undefined;
   readonly budget: BudgetOptions | undefined;
   readonly maxDeferrals: number;
   readonly attemptTimeoutMs: number | undefined;
@@ -282,13 +285,21 @@ function admit<T>(ctx: AttemptContext<T>, job: Job, stored: StoredState): Admitt
       deferredUntil({ reason: 'pause', notBefore: paused, random: ctx.random }),
       'pause',
     );
-  if (!ctx.keys.enter(key, ctx.keyConcurrency(handle))) {
-    const consecutive = consecutiveDeferrals(state);
-    const retryAt = deferredUntil({ reason: 'bulkhead', now, consecutive, random: ctx.random });
-    return deferAttempt(ctx, admitted, key, retryAt, 'bulkhead');
-  }
+  if (!ctx.keys.enter(key, ctx.keyConcurrency(handle))) return deferFull(ctx, admitted, key);
   admitted.entered = true;
   return admitted;
+}
+
+/** Puts back a job whose key is full (its bulkhead here, or its adaptive limit in the fleet). */
+function deferFull<T>(ctx: AttemptContext<T>, a: Admitted<T>, key: string): Attempt {
+  const consecutive = consecutiveDeferrals(a.state);
+  const retryAt = deferredUntil({
+    reason: 'bulkhead',
+    now: a.now,
+    consecutive,
+    random: ctx.random,
+  });
+  return deferAttempt(ctx, a, key, retryAt, 'bulkhead');
 }
 
 /** Puts the job back without running it: no attempt used, bounded by `maxDeferrals`. */
@@ -324,6 +335,8 @@ class Admitted<T> {
   probeId: string | undefined = undefined;
   /** When the handler was called. */
   startedAt = 0;
+  /** The attempt's place under its key's adaptive limit (`key-limits.ts`). */
+  lease: Lease | undefined = undefined;
 
   constructor(
     readonly attempt: number,
@@ -350,7 +363,14 @@ async function admitAndRun<T>(
   a: Admitted<T>,
   token: string,
 ): Promise<unknown> {
+  let settled: Attempt | undefined;
   try {
+    // Adaptive concurrency: a lease under the key's fleet-wide limit, or deferred as a full bulkhead.
+    if (a.entered && ctx.limits !== undefined) {
+      a.lease = await ctx.limits.acquire(a.key!);
+      if (a.lease === undefined)
+        return ctx.apply(a.handle.bullJob, token, deferFull(ctx, a, a.key!));
+    }
     const breakerKey = ctx.breakerKeyOf(a.key);
     if (breakerKey !== undefined) {
       const refused = await askBreaker(ctx, a, breakerKey);
@@ -373,11 +393,13 @@ async function admitAndRun<T>(
     }
     // `return` of a promise inside `try` leaves its rejection to the caller,
     // which `apply` never has (it is not `return await`).
-    return ctx.apply(a.handle.bullJob, token, outcome instanceof Promise ? await outcome : outcome);
+    settled = outcome instanceof Promise ? await outcome : outcome;
+    return ctx.apply(a.handle.bullJob, token, settled);
   } catch (err) {
     throw ctx.leave(err, a.handle.bullJob);
   } finally {
     if (a.entered) ctx.keys.leave(a.key!);
+    if (a.lease !== undefined) ctx.limits!.release(a.lease, settled);
   }
 }
 

@@ -4,6 +4,8 @@ import type { BreakerPhase } from '../policy/breaker/breaker.js';
 import type { BreakerStore } from '../redis/breaker-store.js';
 import type { BudgetStore, BudgetStatus } from '../redis/budget-store.js';
 import { withDeadline } from '../util/lifecycle.js';
+import type { KeyLimits } from './key-limits.js';
+import { readLimits, registerLimitGauges, type LimitReading } from './limit-metrics.js';
 import type { QueueCounts, RequeueQueue } from './queue.js';
 import { queueBreakerKey, type RequeueWorker } from './worker.js';
 
@@ -43,6 +45,7 @@ interface QueueReading {
   counts?: QueueCounts;
   breaker?: { queue: BreakerPhase; keys: Record<BreakerPhase, number> };
   budget?: BudgetStatus;
+  limits?: LimitReading;
 }
 
 /**
@@ -50,7 +53,8 @@ interface QueueReading {
  * workers' events, and gauges (jobs per state, DLQ size, breaker states,
  * budget tokens) read from Redis at scrape time with reads only. Labels stay
  * low-cardinality (queue, reason, state): per-endpoint breaker keys are
- * counted by state, never labels.
+ * counted by state, never labels, and adaptive limits are summed per queue
+ * (`limit-metrics.ts`).
  */
 export class RequeueMetrics {
   readonly registry: Registry;
@@ -69,7 +73,10 @@ export class RequeueMetrics {
   /** The watched workers, by queue: their clock readings (no Redis read at scrape). */
   private readonly clocks = new Map<string, RequeueWorker<unknown, unknown>>();
   /** Breaker and budget stores of the watched workers, by queue. */
-  private readonly stores = new Map<string, { breakers?: BreakerStore; budget?: BudgetStore }>();
+  private readonly stores = new Map<
+    string,
+    { breakers?: BreakerStore; budget?: BudgetStore; limits?: KeyLimits }
+  >();
   private reading: Promise<Map<string, QueueReading>> | undefined;
   private readonly logger: Logger;
   private readonly readTimeoutMs: number;
@@ -246,6 +253,7 @@ export class RequeueMetrics {
           if (r.budget?.kind === 'token-bucket') this.set({ queue }, r.budget.tokens);
       },
     });
+    registerLimitGauges(registers, read);
   }
 
   /** Counts what a worker does, and reads its breaker and budget on each scrape. */
@@ -275,8 +283,13 @@ export class RequeueMetrics {
       this.retentionRemoved.inc({ queue, reason: 'count' }, e.byCount);
     });
     const { breakers, budget } = worker.gate;
-    if (breakers || budget)
-      this.stores.set(queue, { ...(breakers && { breakers }), ...(budget && { budget }) });
+    const limits = worker.limits;
+    if (breakers || budget || limits)
+      this.stores.set(queue, {
+        ...(breakers && { breakers }),
+        ...(budget && { budget }),
+        ...(limits && { limits }),
+      });
   }
 
   /** Reports a queue's job counts and DLQ size on each scrape. */
@@ -323,15 +336,17 @@ export class RequeueMetrics {
   private async readQueue(name: string): Promise<QueueReading> {
     const queue = [...this.queues].find((q) => q.name === name);
     const stores = this.stores.get(name);
-    const [counts, breaker, budget] = await Promise.all([
+    const [counts, breaker, budget, limits] = await Promise.all([
       queue?.counts(),
       stores?.breakers ? readBreakers(stores.breakers) : undefined,
       stores?.budget?.status(),
+      stores?.limits ? readLimits(stores.limits) : undefined,
     ]);
     return {
       ...(counts && { counts }),
       ...(breaker && { breaker }),
       ...(budget && { budget }),
+      ...(limits && { limits }),
     };
   }
 }

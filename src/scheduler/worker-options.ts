@@ -4,6 +4,7 @@ import { limits } from '../policy/limits.js';
 import type { LoggerOption } from '../config/logger.js';
 import type { BreakerOptionsInput } from '../policy/breaker/breaker-options.js';
 import type { BudgetOptionsInput } from '../policy/budget/budget-options.js';
+import type { AdaptiveConcurrencyInput } from '../policy/limit/limit-options.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
 import type { RetryPolicyInput } from '../policy/retry-policy.js';
 import type { RedisLike } from '../redis/connection.js';
@@ -72,6 +73,16 @@ export interface WorkerOptions<T = unknown> {
    * @defaultValue a quarter of `concurrency`, at least 1
    */
   keyConcurrency?: number | ((job: RequeueJob<T>) => number | undefined);
+  /**
+   * Adaptive concurrency per key (`breakerKey`), shared by the fleet: the
+   * attempts of one key in flight on every worker together stay under a
+   * limit learned from latency and failures (AIMD, kept in Redis; see
+   * `src/policy/limit/`). A job over the limit is deferred as a full
+   * bulkhead defers it. `{}` turns it on with its defaults. Only for jobs
+   * with a key; the per-process `keyConcurrency` still applies.
+   * @defaultValue off (`false`)
+   */
+  adaptiveConcurrency?: AdaptiveConcurrencyInput | false;
   /** A retry budget shared in Redis (token bucket or ratio). Off unless given. */
   budget?: BudgetOptionsInput;
   /**

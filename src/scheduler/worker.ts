@@ -3,6 +3,11 @@ import { libraryLogger, type Logger } from '../config/logger.js';
 import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/breaker-options.js';
 import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
 import { parseClassifyOptions } from '../policy/classify/index.js';
+import {
+  leaseMsOf,
+  parseAdaptiveConcurrency,
+  type AdaptiveConcurrency,
+} from '../policy/limit/limit-options.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
 import { StoredResult } from '../policy/outcome.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
@@ -24,6 +29,7 @@ import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-move
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { RetentionKeeper } from './dlq/retention-keeper.js';
+import { KeyLimits } from './key-limits.js';
 import { fetchOnRedisTime } from './redis-time-fetch.js';
 import { retryPromoterFor, type RetryPromoter } from './retry-promoter.js';
 import { retryOrderSchema, workerNumbersSchema, type WorkerOptions } from './worker-options.js';
@@ -57,6 +63,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   readonly gate: BreakerGate;
   /** Bulkheads and pauses per key. */
   readonly keys: KeyGate;
+  /** The fleet's adaptive concurrency limits per key, when `adaptiveConcurrency` is on. */
+  readonly limits: KeyLimits | undefined;
   private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly clock: Clock;
@@ -103,6 +111,10 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       { retryOrder: options.retryOrder, retryShare: options.retryShare },
       'worker',
     );
+    // Checked before a connection is opened, as the numbers are.
+    const adaptive = options.adaptiveConcurrency
+      ? parseAdaptiveConcurrency(options.adaptiveConcurrency, 'worker.adaptiveConcurrency')
+      : undefined;
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;
@@ -146,6 +158,13 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         ),
     });
     this.keys = new KeyGate({ redis, queue: name, clock: this.clock, logger: this.logger });
+    this.limits = adaptiveLimits(adaptive, options.attemptTimeoutMs, {
+      redis,
+      queue: name,
+      clock: this.clock,
+      logger: this.logger,
+      paused: (key) => this.keys.pausedUntil(key) !== undefined,
+    });
     this.dlq = new DeadLetterQueue(name, {
       connection: redis,
       prefix: options.prefix,
@@ -200,6 +219,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       breakerKeyOf: (key) =>
         !this.breakerOptions ? undefined : this.options.breakerKey ? key : queueBreakerKey,
       keyConcurrency: (job) => perJob.keyConcurrencyOf(job),
+      limits: this.limits,
       budget: this.budgetOptions,
       maxDeferrals: this.breakerOptions?.maxDeferrals ?? Number.POSITIVE_INFINITY,
       attemptTimeoutMs: options.attemptTimeoutMs,
@@ -329,6 +349,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         promoting,
         this.gate.close(),
         this.keys.close(),
+        this.limits?.close(),
         this.dlq.close(),
       ]),
       left(),
@@ -388,6 +409,17 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
     return new DelayedError('left to stalled recovery');
   }
+}
+
+/** The worker's adaptive limits, when its options turn them on. */
+function adaptiveLimits(
+  adaptive: AdaptiveConcurrency | undefined,
+  attemptTimeoutMs: number | undefined,
+  rest: Omit<ConstructorParameters<typeof KeyLimits>[0], 'params'>,
+): KeyLimits | undefined {
+  if (!adaptive) return undefined;
+  const leaseMs = leaseMsOf(adaptive, attemptTimeoutMs);
+  return new KeyLimits(Object.assign({ params: Object.assign({}, adaptive, { leaseMs }) }, rest));
 }
 
 /** Creates a worker for `name` that runs `handler` with requeue's retries and DLQ. */

@@ -4,6 +4,8 @@ import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
 import type { AttemptRecord } from '../../src/policy/job-state.js';
 import type { RedisClient } from '../../src/redis/connection.js';
+import { LimitStore } from '../../src/redis/limit-store.js';
+import { parseAdaptiveConcurrency } from '../../src/policy/limit/limit-options.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
@@ -381,6 +383,32 @@ describe('the admin API', () => {
     expect(closed.body).toMatchObject({ state: 'closed', isolated: false });
   });
 
+  it('shows each key’s adaptive limit and in flight as `requeue limits --json` does', async () => {
+    const name = names.hooks;
+    const store = new LimitStore(redis, name);
+    const params = { ...parseAdaptiveConcurrency({}), leaseMs: 60_000 };
+    await store.acquire('ep_7', 'a', params);
+    await store.acquire('ep_7', 'b', params);
+    await store.release('ep_7', 'b', { signal: 'overload', latencyMs: 1, startedAt: 0 }, params);
+    const { status, body } = await json(`/admin/queues/${name}/limits`);
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      queue: name,
+      keys: 1,
+      limits: [
+        {
+          key: 'ep_7',
+          limit: 7,
+          admits: 7,
+          threshold: 7,
+          inFlight: 1,
+          decreasedAt: expect.any(Number),
+        },
+      ],
+    });
+    expect((await json(`/admin/queues/${name}/limits?max=0`)).status).toBe(400);
+  });
+
   it('lists webhook endpoints, disables and enables them', async () => {
     const name = names.hooks;
     const disabled = await json(`/admin/queues/${name}/endpoints/ep_9/disable`, {
@@ -437,6 +465,7 @@ describe('the admin API', () => {
       `/admin/queues/${name}/dlq/ro-1`,
       `/admin/queues/${name}/breakers`,
       `/admin/queues/${name}/budget`,
+      `/admin/queues/${name}/limits?max=5`,
       `/admin/queues/${names.hooks}/endpoints`,
       `/admin/queues/${names.hooks}/breakers`,
     ];

@@ -9,6 +9,8 @@ import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import { seedDead } from '../harness/dlq.js';
 import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { requeueKeys } from '../../src/redis/keys.js';
+import { LimitStore } from '../../src/redis/limit-store.js';
+import { parseAdaptiveConcurrency } from '../../src/policy/limit/limit-options.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { runTs, type CommandResult } from '../harness/child.js';
 import { cleanedQueueName, connect, redisUrl } from '../harness/redis.js';
@@ -224,6 +226,46 @@ describe('looking never writes', () => {
   );
 });
 
+describe('looking at adaptive limits never writes', () => {
+  it(
+    'requeue limits --json reads the learned limits; expired leases are not counted, and not removed',
+    { timeout: CLI_TIMEOUT_MS },
+    async () => {
+      const name = cleanedQueueName(redis, 'ro-limits');
+      const store = new LimitStore(redis, name);
+      const params = { ...parseAdaptiveConcurrency({}), leaseMs: 60_000 };
+      const now = Date.now();
+      await store.release('ep', 'gone', { signal: 'pause', latencyMs: 1, startedAt: now }, params);
+      await store.acquire('ep', 'live', params);
+      // A lease that expired a minute ago, as a dead worker leaves it.
+      const leases = requeueKeys(name).limitLeases('ep');
+      await redis.zadd(leases, now - 60_000, 'dead');
+      let stdout = '';
+      const writes = await writesDuring(name, async () => {
+        const run = await requeue('limits', name, '--json');
+        expect(run.stderr).toBe('');
+        stdout = run.stdout;
+      });
+      expect(writes).toEqual([]);
+      expect(JSON.parse(stdout)).toEqual({
+        queue: name,
+        keys: 1,
+        limits: [
+          {
+            key: 'ep',
+            limit: 1,
+            admits: 1,
+            threshold: 7,
+            inFlight: 1,
+            decreasedAt: expect.any(String),
+          },
+        ],
+      });
+      expect(await redis.zcard(leases)).toBe(2);
+    },
+  );
+});
+
 describe('looking at the DLQ never writes', () => {
   it(
     'dlq list, count and show (CLI and library) send no write command',
@@ -291,8 +333,16 @@ describe('a metrics scrape never writes', () => {
       autorun: false,
       breaker: {},
       budget: {},
+      adaptiveConcurrency: {},
     });
     onCleanup(() => worker.close({ timeoutMs: 1_000 }));
+    // One key with a learned limit (10 × 0.7) and two leases in flight.
+    const limits = worker.limits!;
+    await limits.store.acquire('endpoint-3', 'a', limits.params);
+    await limits.store.acquire('endpoint-3', 'b', limits.params);
+    await limits.store.acquire('endpoint-3', 'c', limits.params);
+    const overload = { signal: 'overload' as const, latencyMs: 1, startedAt: Date.now() };
+    await limits.store.release('endpoint-3', 'c', overload, limits.params);
     const breakers = worker.gate.breakers!;
     await breakers.forceOpen(queueBreakerKey, Date.now());
     await breakers.forceOpen('endpoint-1', Date.now());
@@ -320,6 +370,11 @@ describe('a metrics scrape never writes', () => {
     expect(sample(text, 'requeue_breaker_keys', { ...q, state: 'open' })).toBe(1);
     expect(sample(text, 'requeue_breaker_keys', { ...q, state: 'closed' })).toBe(1);
     expect(sample(text, 'requeue_budget_tokens', q)).toBe(495);
+    expect(sample(text, 'requeue_adaptive_keys', q)).toBe(1);
+    expect(sample(text, 'requeue_adaptive_limited_keys', q)).toBe(1);
+    expect(sample(text, 'requeue_adaptive_in_flight', q)).toBe(2);
+    expect(sample(text, 'requeue_adaptive_limit_min', q)).toBe(7);
+    expect(text).not.toContain('endpoint-3');
     expect(text).not.toContain('endpoint-1');
   });
 });

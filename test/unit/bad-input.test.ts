@@ -1122,6 +1122,48 @@ it('the table holds at least 150 cases', () => {
 });
 
 /** Issue 21, part 9: the worker's clock bound, named in one line (checked before any connection). */
+describe('worker adaptiveConcurrency options', () => {
+  const adaptiveCases: [string, unknown, RegExp][] = [
+    ['floor 0', { floor: 0 }, /^worker\.adaptiveConcurrency\.floor: /],
+    ['ceiling a string', { ceiling: '10' }, /^worker\.adaptiveConcurrency\.ceiling: /],
+    ['ceiling over 1000', { ceiling: 5_000 }, /^worker\.adaptiveConcurrency\.ceiling: .*<=1000/],
+    [
+      'floor over ceiling',
+      { floor: 9, ceiling: 3, initial: 3 },
+      /^worker\.adaptiveConcurrency\.floor: must be ≤ ceiling/,
+    ],
+    [
+      'initial outside the bounds',
+      { initial: 500 },
+      /^worker\.adaptiveConcurrency\.initial: must be between/,
+    ],
+    ['backoffRatio 1', { backoffRatio: 1 }, /^worker\.adaptiveConcurrency\.backoffRatio: /],
+    [
+      'latencyTargetMs NaN',
+      { latencyTargetMs: NaN },
+      /^worker\.adaptiveConcurrency\.latencyTargetMs: /,
+    ],
+    ['leaseMs over an hour', { leaseMs: 4_000_000 }, /^worker\.adaptiveConcurrency\.leaseMs: /],
+    ['an unknown key', { max: 5 }, /^worker\.adaptiveConcurrency: unknown key "max"/],
+    ['a number', 5, /^worker\.adaptiveConcurrency: .*expected object/],
+  ];
+  it.each(adaptiveCases)('%s', async (_label, adaptiveConcurrency, message) => {
+    const { createWorker } = await import('../../src/scheduler/worker.js');
+    let thrown: unknown;
+    try {
+      createWorker('ok', async () => undefined, {
+        connection: 'redis://127.0.0.1:1',
+        adaptiveConcurrency: adaptiveConcurrency as never,
+      });
+    } catch (err) {
+      thrown = err;
+    }
+    expect((thrown as Error).name).toBe('ConfigError');
+    expect((thrown as Error).message).toMatch(message);
+    expect((thrown as Error).message).not.toContain('\n');
+  });
+});
+
 describe('worker clock options', () => {
   const clockCases: [string, Record<string, unknown>, RegExp][] = [
     ['maxClockSkewMs 0', { maxClockSkewMs: 0 }, /^worker\.maxClockSkewMs: /],

@@ -26,6 +26,7 @@ export type {
 } from './deliver.js';
 export {
   createWebhookWorker,
+  webhookAdaptiveDefaults,
   webhookBreakerDefaults,
   webhookWorkerDefaults,
   enqueueWebhook,

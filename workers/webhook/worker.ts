@@ -8,6 +8,8 @@ import { resolveRedis, type RedisClient } from '../../src/redis/connection.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import type { AddedJob, AddOptions, RequeueQueue } from '../../src/scheduler/queue.js';
 import type { BreakerOptionsInput } from '../../src/policy/breaker/breaker-options.js';
+import { limits } from '../../src/policy/limits.js';
+import type { AdaptiveConcurrencyInput } from '../../src/policy/limit/limit-options.js';
 import { RequeueWorker, type RequeueJob, type WorkerOptions } from '../../src/scheduler/worker.js';
 import { defaultSecretHeaders } from '../../src/util/redact.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
@@ -89,6 +91,21 @@ export const webhookBreakerDefaults = Object.freeze({
   probeTimeoutMs: 20_000,
 }) satisfies BreakerOptionsInput;
 
+/**
+ * The adaptive concurrency every webhook process runs unless told otherwise:
+ * the deliveries in flight to one endpoint, across every worker, start at 10
+ * and follow what the endpoint shows — one more per round trip while it
+ * answers within 10 s, ×0.7 on a timeout or a retryable failure (5xx,
+ * refused), back to 1 after a 429 pause and up again by slow start — between
+ * 1 and 100. A lease outlives the delivery timeout (plus the body's).
+ */
+export const webhookAdaptiveDefaults = Object.freeze({
+  floor: 1,
+  ceiling: 100,
+  initial: 10,
+  latencyTargetMs: 10_000,
+}) satisfies AdaptiveConcurrencyInput;
+
 /** Defaults of a webhook worker, the same for the standalone process and the service. */
 export const webhookWorkerDefaults = Object.freeze({
   concurrency: 16,
@@ -104,12 +121,19 @@ export const webhookWorkerDefaults = Object.freeze({
 
 /** Options of {@link createWebhookWorker}. */
 export interface WebhookWorkerOptions
-  extends Omit<WorkerOptions<WebhookJob>, 'schema' | 'breakerKey' | 'breaker'>, SsrfOptions {
+  extends
+    Omit<WorkerOptions<WebhookJob>, 'schema' | 'breakerKey' | 'breaker' | 'adaptiveConcurrency'>,
+    SsrfOptions {
   /**
    * The per-endpoint breaker, over {@link webhookBreakerDefaults}; `false`
    * turns it off. @defaultValue {@link webhookBreakerDefaults}
    */
   breaker?: BreakerOptionsInput | false;
+  /**
+   * The per-endpoint adaptive concurrency, over {@link webhookAdaptiveDefaults};
+   * `false` turns it off. @defaultValue {@link webhookAdaptiveDefaults}
+   */
+  adaptiveConcurrency?: AdaptiveConcurrencyInput | false;
   /** Deadline of one delivery attempt until the response's status arrives, in ms. @defaultValue `15_000` */
   timeoutMs?: number;
   /** How long a response body may take once its status arrived. @defaultValue `1_000` */
@@ -162,6 +186,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       timeoutMs = webhookWorkerDefaults.timeoutMs,
       bodyTimeoutMs,
       breaker,
+      adaptiveConcurrency,
       userAgent,
       maxBodyBytes,
       allowPrivate,
@@ -242,6 +267,14 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         stalledIntervalMs: webhookWorkerDefaults.stalledIntervalMs,
         ...workerOptions,
         ...(breaker === false ? {} : { breaker: { ...webhookBreakerDefaults, ...breaker } }),
+        adaptiveConcurrency:
+          adaptiveConcurrency === false
+            ? false
+            : {
+                ...webhookAdaptiveDefaults,
+                leaseMs: Math.min(limits.timeoutMs, timeoutMs + (bodyTimeoutMs ?? 1_000) + 5_000),
+                ...adaptiveConcurrency,
+              },
         // An endpoint's own limit, else the worker's (a quarter of the slots).
         keyConcurrency: (job) =>
           job.data.endpoint.maxConcurrency ??

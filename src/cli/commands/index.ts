@@ -16,6 +16,7 @@ const commands: Record<string, () => Promise<Register>> = {
   dlq: async () => (await import('./dlq.js')).registerDlq,
   endpoint: async () => (await import('./endpoint.js')).registerEndpoint,
   breaker: async () => (await import('./breaker.js')).registerBreaker,
+  limits: async () => (await import('./limits.js')).registerLimits,
   doctor: async () => (await import('./doctor.js')).registerDoctor,
 };
 

@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { breakerStatusView } from '../../../src/redis/breaker-store.js';
 import { queueBreakerKey } from '../../../src/scheduler/worker.js';
 import type { AdminPluginOptions } from './context.js';
-import { breakerCloseBody, breakerKeyBody, queueParams } from './schemas.js';
+import { breakerCloseBody, breakerKeyBody, limitsQuery, queueParams } from './schemas.js';
 
-/** Breakers (status, open, close), pauses and the retry budget of a queue. */
+/** Breakers (status, open, close), pauses, adaptive limits and the retry budget of a queue. */
 export const breakersRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (api, { ctx }) => {
   api.get(
     '/queues/:queue/breakers',
@@ -66,6 +66,30 @@ export const breakersRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (
       await q.breakers.forceClose(key);
       if (request.body.resetBudget) await q.budgetStore?.reset();
       return breakerStatusView(await q.breakers.status(key));
+    },
+  );
+
+  api.get(
+    '/queues/:queue/limits',
+    {
+      schema: {
+        summary:
+          "Adaptive concurrency: each key's learned limit and attempts in flight across the fleet",
+        params: queueParams,
+        querystring: limitsQuery,
+      },
+    },
+    async (request) => {
+      const q = ctx.storesOf(request.params.queue);
+      const [keys, views] = await Promise.all([q.limits.count(), q.limits.list(request.query.max)]);
+      return ctx.redact({
+        queue: q.name,
+        keys,
+        limits: views.map((v) => ({
+          ...v,
+          admits: v.limit === null ? null : Math.floor(v.limit),
+        })),
+      });
     },
   );
 

@@ -8,6 +8,7 @@ import { BreakerStore } from '../../../src/redis/breaker-store.js';
 import { BudgetStore } from '../../../src/redis/budget-store.js';
 import type { RedisClient } from '../../../src/redis/connection.js';
 import { PauseStore } from '../../../src/redis/pause-store.js';
+import { LimitStore } from '../../../src/redis/limit-store.js';
 import {
   DeadLetterQueue,
   type DeadJobFilter,
@@ -48,6 +49,8 @@ export interface QueueStores extends AdminQueue {
   breakers: BreakerStore;
   budgetStore: BudgetStore | undefined;
   pauses: PauseStore;
+  /** The fleet's adaptive concurrency limits per key (reads only here). */
+  limits: LimitStore;
   /** BullMQ's key prefix of the queue (with its hash tag on a cluster). */
   prefix: string;
 }
@@ -81,6 +84,7 @@ export function adminContext(options: AdminApiOptions): AdminContext {
         breakers: new BreakerStore(options.redis, q.name, q.breaker ?? parseBreakerOptions({})),
         budgetStore: q.budget ? new BudgetStore(options.redis, q.name, q.budget) : undefined,
         pauses: new PauseStore(options.redis, q.name),
+        limits: new LimitStore(options.redis, q.name),
         prefix: q.queue.bull.opts.prefix ?? 'bull',
       },
     ]),

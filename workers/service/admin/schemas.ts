@@ -67,6 +67,11 @@ export const scheduleQuery = z.strictObject({
   limit: z.coerce.number().int().min(0).max(500).default(20),
 });
 
+export const limitsQuery = z.strictObject({
+  /** How many keys to list, those touched last first. */
+  max: z.coerce.number().int().min(1).max(limits.listLimit).default(100),
+});
+
 export const breakerKeyBody = z
   .strictObject({ key: z.string().min(1).max(1024).optional() })
   .prefault({});

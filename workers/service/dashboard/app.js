@@ -9,6 +9,7 @@ import { Confirm } from './components/confirm.js';
 import { DeadPanel } from './components/dead-panel.js';
 import { EndpointsPanel } from './components/endpoints-panel.js';
 import { JobLookup } from './components/job-lookup.js';
+import { LimitsPanel } from './components/limits-panel.js';
 import { QueueCards } from './components/queue-cards.js';
 import { SchedulePanel } from './components/schedule-panel.js';
 import { TokenPrompt } from './components/token-prompt.js';
@@ -86,6 +87,7 @@ function App() {
             </div>
             <div>
               <${BreakersPanel} queue=${current.name} ...${panel} />
+              <${LimitsPanel} queue=${current.name} ...${panel} />
               <${JobLookup} queue=${current.name} ...${panel} />
               ${current.kind === 'webhook' && html`<${EndpointsPanel} queue=${current.name} ...${panel} />`}
             </div>
