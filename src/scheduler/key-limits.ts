@@ -1,5 +1,6 @@
 import type { Logger } from '../config/logger.js';
 import type { LimitSignal } from '../policy/limit/aimd.js';
+import { leaseMsOf, type AdaptiveConcurrency } from '../policy/limit/limit-options.js';
 import type { AttemptOutcome } from '../policy/outcome.js';
 import { LimitStore, type LimitParams } from '../redis/limit-store.js';
 import type { RedisClient } from '../redis/connection.js';
@@ -93,4 +94,15 @@ export class KeyLimits {
     if (outcome.kind === 'retry') return 'overload';
     return exhausted.has(outcome.death.reason) ? 'overload' : 'neutral';
   }
+}
+
+/** The worker's adaptive limits, when its options turn them on. */
+export function adaptiveLimits(
+  adaptive: AdaptiveConcurrency | undefined,
+  attemptTimeoutMs: number | undefined,
+  rest: Omit<ConstructorParameters<typeof KeyLimits>[0], 'params'>,
+): KeyLimits | undefined {
+  if (!adaptive) return undefined;
+  const leaseMs = leaseMsOf(adaptive, attemptTimeoutMs);
+  return new KeyLimits(Object.assign({ params: Object.assign({}, adaptive, { leaseMs }) }, rest));
 }

@@ -1,16 +1,9 @@
 import { DelayedError, type Job } from 'bullmq';
 import { libraryLogger, type Logger } from '../config/logger.js';
-import { parseBreakerOptions, type BreakerOptions } from '../policy/breaker/breaker-options.js';
-import { parseBudgetOptions, type BudgetOptions } from '../policy/budget/budget-options.js';
-import { parseClassifyOptions } from '../policy/classify/index.js';
-import {
-  leaseMsOf,
-  parseAdaptiveConcurrency,
-  type AdaptiveConcurrency,
-} from '../policy/limit/limit-options.js';
-import type { ClassifyOptions } from '../policy/classify/classify.js';
+import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
+import type { BudgetOptions } from '../policy/budget/budget-options.js';
 import { StoredResult } from '../policy/outcome.js';
-import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
+import type { RetryPolicy } from '../policy/retry-policy.js';
 import { checkConnectionKind } from '../redis/check-redis.js';
 import { isCluster, resolveRedis, type RedisClient } from '../redis/connection.js';
 import { bullPrefix } from '../redis/keys.js';
@@ -29,12 +22,11 @@ import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-move
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { RetentionKeeper } from './dlq/retention-keeper.js';
-import { KeyLimits } from './key-limits.js';
+import { adaptiveLimits, type KeyLimits } from './key-limits.js';
 import { fetchOnRedisTime } from './redis-time-fetch.js';
 import { retryPromoterFor, type RetryPromoter } from './retry-promoter.js';
-import { retryOrderSchema, workerNumbersSchema, type WorkerOptions } from './worker-options.js';
-import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
-import { parseConfig } from '../util/parse-config.js';
+import type { WorkerOptions } from './worker-options.js';
+import { parseWorkerOptions } from './worker-config.js';
 
 export type { Handler, RequeueJob } from './attempt.js';
 export type { WorkerOptions } from './worker-options.js';
@@ -90,37 +82,14 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     private readonly options: WorkerOptions<T> = {},
   ) {
     super();
-    parseQueueName(name, 'worker');
-    if (options.prefix !== undefined) parseBullPrefix(options.prefix, 'worker.prefix');
-    parseConfig(
-      workerNumbersSchema,
-      {
-        concurrency: options.concurrency,
-        attemptTimeoutMs: options.attemptTimeoutMs,
-        lockDurationMs: options.lockDurationMs,
-        stalledIntervalMs: options.stalledIntervalMs,
-        keyConcurrency:
-          typeof options.keyConcurrency === 'number' ? options.keyConcurrency : undefined,
-        maxClockSkewMs: options.maxClockSkewMs,
-        clockCheckIntervalMs: options.clockCheckIntervalMs,
-      },
-      'worker',
-    );
-    const order = parseConfig(
-      retryOrderSchema,
-      { retryOrder: options.retryOrder, retryShare: options.retryShare },
-      'worker',
-    );
-    // Checked before a connection is opened, as the numbers are.
-    const adaptive = options.adaptiveConcurrency
-      ? parseAdaptiveConcurrency(options.adaptiveConcurrency, 'worker.adaptiveConcurrency')
-      : undefined;
+    const parsed = parseWorkerOptions(name, options);
+    const { order, adaptive } = parsed;
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;
     const random = options.random ?? systemRandom;
-    this.policy = parseRetryPolicy(options.policy ?? {}, 'worker.policy');
-    const classify: ClassifyOptions = parseClassifyOptions(options.classify ?? {});
+    this.policy = parsed.policy;
+    const classify = parsed.classify;
     this.logger = libraryLogger(options.logger).child({ queue: name });
     // Every time this worker reads (due times, starts, BullMQ's fetch) is Redis's, as measured.
     this.clockWatch = new ClockWatch({
@@ -132,12 +101,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       onRefuse: (refuse) => (refuse ? this.fetch.hold() : this.fetch.release()),
     });
     this.clock = this.clockWatch.clock;
-    this.breakerOptions = options.breaker
-      ? parseBreakerOptions(options.breaker, 'worker.breaker')
-      : undefined;
-    this.budgetOptions = options.budget
-      ? parseBudgetOptions(options.budget, 'worker.budget')
-      : undefined;
+    this.breakerOptions = parsed.breaker;
+    this.budgetOptions = parsed.budget;
     this.gate = new BreakerGate({
       redis,
       queue: name,
@@ -409,17 +374,6 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
     return new DelayedError('left to stalled recovery');
   }
-}
-
-/** The worker's adaptive limits, when its options turn them on. */
-function adaptiveLimits(
-  adaptive: AdaptiveConcurrency | undefined,
-  attemptTimeoutMs: number | undefined,
-  rest: Omit<ConstructorParameters<typeof KeyLimits>[0], 'params'>,
-): KeyLimits | undefined {
-  if (!adaptive) return undefined;
-  const leaseMs = leaseMsOf(adaptive, attemptTimeoutMs);
-  return new KeyLimits(Object.assign({ params: Object.assign({}, adaptive, { leaseMs }) }, rest));
 }
 
 /** Creates a worker for `name` that runs `handler` with requeue's retries and DLQ. */
