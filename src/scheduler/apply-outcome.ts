@@ -32,6 +32,13 @@ export interface ApplyContext {
   readonly afterDeath: () => void;
 }
 
+/** How long a slot that just put back a saturated key's job waits before the next fetch. */
+export const saturatedHoldMs = 25;
+
+function holdSlot(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
 /**
  * Applies an attempt's outcome with one fenced move, then announces it.
  * Returns the result for BullMQ to complete the job with (its own fenced
@@ -93,6 +100,11 @@ export async function applyOutcome(
           key: attempt.key,
           reason: attempt.reason,
         });
+        // Its key is full: this slot waits a moment before BullMQ fetches with it
+        // again, or a worker with free slots and one saturated key at the head of
+        // the queue fetches and puts back that key's jobs as fast as Redis answers,
+        // taking the CPU and round trips other keys' jobs need.
+        if (attempt.reason === 'bulkhead') await holdSlot(saturatedHoldMs);
         break;
       }
       case 'dead': {
