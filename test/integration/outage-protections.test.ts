@@ -17,37 +17,44 @@ afterAll(() => {
 });
 
 describe('outage bench, protected run', () => {
-  it('accepts the default protections and its breaker opens against a stopped server', async () => {
-    const run = await runReal(
-      'fixed',
-      {
-        clients: 40,
-        seed: 1,
-        meanGapMs: 100,
-        timeoutMs: 200,
-        stopAtMs: 500,
-        stopForMs: 60_000,
-        durationMs: 5_000,
-        server: {
-          minDelayMs: 10,
-          concurrencyLimit: 100,
-          latencyFactor: 1.05,
-          latencyK: 10,
-          backlog: 1_000,
+  it(
+    'accepts the default protections and its breaker opens against a stopped server',
+    { timeout: 40_000 },
+    async () => {
+      const run = await runReal(
+        'fixed',
+        {
+          clients: 40,
+          seed: 1,
+          meanGapMs: 100,
+          timeoutMs: 200,
+          stopAtMs: 500,
+          stopForMs: 60_000,
+          // The breaker counts failing jobs, each once (a retry that fails again adds
+          // nothing): these 40 clients' 40 jobs outweigh the ~200 successes before the
+          // stop only once those leave the 10 s window.
+          durationMs: 14_000,
+          server: {
+            minDelayMs: 10,
+            concurrencyLimit: 100,
+            latencyFactor: 1.05,
+            latencyK: 10,
+            backlog: 1_000,
+          },
+          policy: parseRetryPolicy({ baseMs: 50, capMs: 1_000 }),
         },
-        policy: parseRetryPolicy({ baseMs: 50, capMs: 1_000 }),
-      },
-      redis,
-      cleanedQueueName(redis, 'outage-protect'),
-      seededRandom(1),
-      { protect: true },
-    );
-    expect(defaultProtections()).toEqual({ breaker: {}, budget: {} });
-    // Requests got through before the stop, so the worker ran with those options.
-    expect(run.perSecond[0]!.ok).toBeGreaterThan(0);
-    expect(run.protection.opened).toBeGreaterThanOrEqual(1);
-    // Open, the queue's breaker stops the fetching (openMs 30 s): the last second calls nobody.
-    expect(run.perSecond.at(-1)!.timeouts).toBe(0);
-    expect(run.dead).toBe(0);
-  });
+        redis,
+        cleanedQueueName(redis, 'outage-protect'),
+        seededRandom(1),
+        { protect: true },
+      );
+      expect(defaultProtections()).toEqual({ breaker: {}, budget: {} });
+      // Requests got through before the stop, so the worker ran with those options.
+      expect(run.perSecond[0]!.ok).toBeGreaterThan(0);
+      expect(run.protection.opened).toBeGreaterThanOrEqual(1);
+      // Open, the queue's breaker stops the fetching (openMs 30 s): the last second calls nobody.
+      expect(run.perSecond.at(-1)!.timeouts).toBe(0);
+      expect(run.dead).toBe(0);
+    },
+  );
 });
