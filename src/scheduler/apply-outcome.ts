@@ -100,11 +100,13 @@ export async function applyOutcome(
           key: attempt.key,
           reason: attempt.reason,
         });
-        // Its key is full: this slot waits a moment before BullMQ fetches with it
-        // again, or a worker with free slots and one saturated key at the head of
-        // the queue fetches and puts back that key's jobs as fast as Redis answers,
-        // taking the CPU and round trips other keys' jobs need.
-        if (attempt.reason === 'bulkhead') await holdSlot(saturatedHoldMs);
+        // Its key is full and it was dispatched fairly (BullMQ's prioritized set):
+        // it comes back near the head, so this slot waits a moment before BullMQ
+        // fetches with it again, or a worker with free slots fetches and puts back
+        // that key's jobs as fast as Redis answers, taking the CPU and round trips
+        // other keys' jobs need. First in, first out, putting back is how the
+        // worker gets past a saturated key's jobs to the others': no wait there.
+        if (attempt.reason === 'bulkhead' && job.priority > 0) await holdSlot(saturatedHoldMs);
         break;
       }
       case 'dead': {
