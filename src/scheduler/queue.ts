@@ -18,6 +18,7 @@ import {
   dispatchWeightsSchema,
 } from '../policy/dispatch.js';
 import { newBullQueue } from './bullmq/bull-queue.js';
+import { assertSupportedBullmq } from './bullmq/version.js';
 import { addFair, FairBatcher, type FairEntry } from './bullmq/fair-dispatch.js';
 import { newJobId } from '../util/system.js';
 import { jobIdForKey, keyForJobId } from './job-id.js';
@@ -107,6 +108,7 @@ export class RequeueQueue<T = unknown> {
   ) {
     parseQueueName(name, 'queue');
     if (options.prefix !== undefined) parseBullPrefix(options.prefix, 'queue.prefix');
+    assertSupportedBullmq();
     // Every option is checked before a connection is opened: a refused one leaves none behind.
     this.policy =
       options.policy === undefined ? undefined : parseRetryPolicy(options.policy, 'queue.policy');

@@ -20,6 +20,7 @@ import { FetchPause } from './bullmq/fetch-pause.js';
 import { trimFairState } from './bullmq/fair-dispatch.js';
 import { BullWorker } from './bullmq/bull-worker.js';
 import { delayedError } from './bullmq/bull-queue.js';
+import { assertSupportedBullmq } from './bullmq/version.js';
 import { JobMoves, mayHaveState, type StoredState } from './bullmq/job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
@@ -85,6 +86,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   ) {
     super();
     const parsed = parseWorkerOptions(name, options);
+    // Before a connection is opened: a refused BullMQ leaves none behind.
+    assertSupportedBullmq();
     const { order, adaptive } = parsed;
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;

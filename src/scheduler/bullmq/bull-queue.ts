@@ -1,4 +1,5 @@
 import { DelayedError, Queue, type QueueOptions } from 'bullmq';
+import { assertSupportedBullmq } from './version.js';
 
 /**
  * The BullMQ values requeue's code outside `src/scheduler/bullmq/` uses, so
@@ -6,8 +7,9 @@ import { DelayedError, Queue, type QueueOptions } from 'bullmq';
  * it so; `import type` is free everywhere).
  */
 
-/** A BullMQ `Queue` for `name`. */
+/** A BullMQ `Queue` for `name`; refuses a BullMQ requeue is not tested with (`version.ts`). */
 export function newBullQueue(name: string, opts: QueueOptions): Queue {
+  assertSupportedBullmq();
   return new Queue(name, opts);
 }
 

@@ -7,6 +7,7 @@ import {
   type WorkerOptions as BullWorkerOptions,
 } from 'bullmq';
 import { wrapCompletion, type CompletionBackend } from './bull-completion.js';
+import { assertSupportedBullmq } from './version.js';
 
 /**
  * BullMQ's worker as requeue runs it. Knows of BullMQ's insides: its queue
@@ -81,6 +82,7 @@ export class BullWorker extends Worker {
     processor: ((job: Job, token: string | undefined) => unknown) | null,
     opts: BullWorkerOptions,
   ) {
+    assertSupportedBullmq();
     super(name, processor as Processor, opts);
     const backend = this.backend as unknown as WrappedBackend;
     const exec = backend.execCommand.bind(backend);

@@ -16,9 +16,6 @@ import type { BullWorker } from './bull-worker.js';
  * changes what they rely on.
  */
 
-/** The BullMQ version whose internals this module was written against. */
-export const bullmqVersionSupported = '6.7.0';
-
 /** What a job's hash holds of requeue's state. */
 export interface StoredState {
   state: JobState | undefined;
