@@ -1,4 +1,5 @@
-import { DelayedError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
+import { DelayedError } from './bullmq/bull-queue.js';
 import type { Logger } from '../config/logger.js';
 import type { Clock } from '../util/system.js';
 import type { Attempt } from './attempt.js';
@@ -6,8 +7,8 @@ import type { BreakerGate } from './breaker-gate.js';
 import type { DeadJobRecord, DeadLetterQueue } from './dlq/dead-letter-queue.js';
 import { deadLetter } from './dlq/dead-letter-move.js';
 import type { TypedEmitter, WorkerEvents } from './events.js';
-import type { FetchPause } from './fetch-pause.js';
-import type { JobMoves } from './job-moves.js';
+import type { FetchPause } from './bullmq/fetch-pause.js';
+import type { JobMoves } from './bullmq/job-moves.js';
 
 /**
  * What the processor throws once requeue has moved the job itself: BullMQ

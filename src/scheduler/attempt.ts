@@ -34,7 +34,7 @@ import type { Clock, Random } from '../util/system.js';
 import type { BreakerGate } from './breaker-gate.js';
 import type { KeyGate } from './key-gate.js';
 import type { KeyLimits, Lease } from './key-limits.js';
-import type { StoredState } from './job-moves.js';
+import type { StoredState } from './bullmq/job-moves.js';
 
 /** What a handler receives: the job's data, its idempotency key and its attempt number. */
 export interface RequeueJob<T = unknown> {

@@ -11,7 +11,7 @@ import { BudgetStore } from '../redis/budget-store.js';
 import { followChannel, type Follower } from '../redis/follow-channel.js';
 import type { Clock } from '../util/system.js';
 import type { TypedEmitter, WorkerEvents } from './events.js';
-import type { FetchPause } from './fetch-pause.js';
+import type { FetchPause } from './bullmq/fetch-pause.js';
 
 /** The breaker key of the queue-wide breaker (when no `breakerKey` is given). */
 export const queueBreakerKey = '__queue__';

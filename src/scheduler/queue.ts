@@ -1,4 +1,4 @@
-import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
+import type { JobsOptions, Queue, Telemetry } from 'bullmq';
 import type { z } from 'zod';
 import { ConfigError } from '../errors/config-error.js';
 import { formatZodError, parseConfig } from '../util/parse-config.js';
@@ -17,7 +17,9 @@ import {
   dispatchWeightSchema,
   dispatchWeightsSchema,
 } from '../policy/dispatch.js';
-import { addFair, FairBatcher, type FairEntry } from './fair-dispatch.js';
+import { newBullQueue } from './bullmq/bull-queue.js';
+import { assertSupportedBullmq } from './bullmq/version.js';
+import { addFair, FairBatcher, type FairEntry } from './bullmq/fair-dispatch.js';
 import { newJobId } from '../util/system.js';
 import { jobIdForKey, keyForJobId } from './job-id.js';
 import type { JobMeta } from '../policy/job-state.js';
@@ -106,6 +108,7 @@ export class RequeueQueue<T = unknown> {
   ) {
     parseQueueName(name, 'queue');
     if (options.prefix !== undefined) parseBullPrefix(options.prefix, 'queue.prefix');
+    assertSupportedBullmq();
     // Every option is checked before a connection is opened: a refused one leaves none behind.
     this.policy =
       options.policy === undefined ? undefined : parseRetryPolicy(options.policy, 'queue.policy');
@@ -117,7 +120,7 @@ export class RequeueQueue<T = unknown> {
     this.redis = redis;
     this.owned = owned;
     this.prefix = bullPrefix(name, isCluster(redis), options.prefix);
-    this.bull = new Queue(name, {
+    this.bull = newBullQueue(name, {
       connection: redis,
       prefix: this.prefix,
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),

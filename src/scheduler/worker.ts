@@ -1,4 +1,4 @@
-import { DelayedError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { libraryLogger, type Logger } from '../config/logger.js';
 import type { BreakerOptions } from '../policy/breaker/breaker-options.js';
 import type { BudgetOptions } from '../policy/budget/budget-options.js';
@@ -15,16 +15,19 @@ import { DeadLetterQueue } from './dlq/dead-letter-queue.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
 import { TypedEmitter, type WorkerEvents } from './events.js';
 import { ClockWatch, type ClockStatus } from './clock-watch.js';
-import { childFailure, processDeferredFailures } from './deferred-failure.js';
-import { FetchPause } from './fetch-pause.js';
-import { trimFairState } from './fair-dispatch.js';
-import { BullWorker, JobMoves, mayHaveState, type StoredState } from './job-moves.js';
+import { childFailure, processDeferredFailures } from './bullmq/deferred-failure.js';
+import { FetchPause } from './bullmq/fetch-pause.js';
+import { trimFairState } from './bullmq/fair-dispatch.js';
+import { BullWorker } from './bullmq/bull-worker.js';
+import { delayedError } from './bullmq/bull-queue.js';
+import { assertSupportedBullmq } from './bullmq/version.js';
+import { JobMoves, mayHaveState, type StoredState } from './bullmq/job-moves.js';
 import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { RetentionKeeper } from './dlq/retention-keeper.js';
 import { adaptiveLimits, type KeyLimits } from './key-limits.js';
-import { fetchOnRedisTime } from './redis-time-fetch.js';
-import { retryPromoterFor, type RetryPromoter } from './retry-promoter.js';
+import { fetchOnRedisTime } from './bullmq/redis-time-fetch.js';
+import { retryPromoterFor, type RetryPromoter } from './bullmq/retry-promoter.js';
 import type { WorkerOptions } from './worker-options.js';
 import { parseWorkerOptions } from './worker-config.js';
 
@@ -83,6 +86,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   ) {
     super();
     const parsed = parseWorkerOptions(name, options);
+    // Before a connection is opened: a refused BullMQ leaves none behind.
+    assertSupportedBullmq();
     const { order, adaptive } = parsed;
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
@@ -372,7 +377,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
    */
   private leave(err: unknown, job: Job): Error {
     this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
-    return new DelayedError('left to stalled recovery');
+    return delayedError('left to stalled recovery');
   }
 }
 

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import { requeueKeys } from '../../src/redis/keys.js';
-import { bullKeys } from '../../src/scheduler/job-moves.js';
+import { bullKeys } from '../../src/scheduler/bullmq/bull-keys.js';
 import { createQueue, type AddOptions, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
 import { onCleanup } from '../harness/cleanup.js';

@@ -14,7 +14,7 @@ import { PermanentError } from '../../src/errors/permanent-error.js';
 import { bullPrefix } from '../../src/redis/keys.js';
 import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { jobIdForKey, legacyJobIdForKey } from '../../src/scheduler/job-id.js';
-import { readLiveJob } from '../../src/scheduler/job-moves.js';
+import { readLiveJob } from '../../src/scheduler/bullmq/bull-reads.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type Handler } from '../../src/scheduler/worker.js';
 import { parseServiceConfig } from '../../workers/service/config.js';

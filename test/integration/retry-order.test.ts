@@ -2,7 +2,7 @@
  * Due retries before new work (issue 22, item 2): with `retryOrder: 'first'`
  * (the default) a due retry goes to the front of the wait list, for a
  * bounded share of the worker's jobs; with `'fifo'` it goes behind the
- * backlog, as BullMQ puts it. `src/scheduler/retry-promoter.ts`,
+ * backlog, as BullMQ puts it. `src/scheduler/bullmq/retry-promoter.ts`,
  * `src/redis/lua/promoteRetries-6.lua`.
  */
 import { readFileSync } from 'node:fs';
@@ -11,9 +11,9 @@ import { dirname } from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
-import { bullKeys } from '../../src/scheduler/job-moves.js';
+import { bullKeys } from '../../src/scheduler/bullmq/bull-keys.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { promoteRetries } from '../../src/scheduler/retry-promoter.js';
+import { promoteRetries } from '../../src/scheduler/bullmq/retry-promoter.js';
 import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
 import type { RetryOrder } from '../../src/scheduler/worker-options.js';
 import { onCleanup } from '../harness/cleanup.js';

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { parseBullPrefix } from '../../src/policy/queue-name.js';
 import { clusterFromEnv, clusterNodeOptions } from '../../src/redis/connection.js';
 import { bullPrefix, hasHashTag, queueHashTag, requeueKeys } from '../../src/redis/keys.js';
-import { bullKeys } from '../../src/scheduler/job-moves.js';
+import { bullKeys } from '../../src/scheduler/bullmq/bull-keys.js';
 
 /** The part of `key` Redis Cluster hashes: its hash tag, else the whole key (as Redis does it). */
 function hashedPart(key: string): string {

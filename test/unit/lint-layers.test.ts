@@ -1,7 +1,9 @@
 /**
  * The bottom layers import nothing above them (issue 23, item 5): the lint
  * rule catches an upward import from src/util, src/errors or src/config, lets
- * the allowed ones through, and finds none in those folders today.
+ * the allowed ones through, and finds none in those folders today. Also the
+ * pure simulator, and BullMQ behind one door (only src/scheduler/bullmq/
+ * imports bullmq values).
  */
 import { join } from 'node:path';
 import { ESLint } from 'eslint';
@@ -98,5 +100,55 @@ describe('the simulator is pure but not policy (issue 23, item 4)', () => {
     expect(found).toEqual([]);
     expect(results.some((r) => r.filePath.includes('/src/simulate/outage/'))).toBe(true);
     expect(results.some((r) => r.filePath.includes('/src/policy/simulate/'))).toBe(false);
+  });
+});
+
+describe('BullMQ behind one door (issue 23, item 1)', () => {
+  /** Whether the door rule flags `code` in the file `path`. */
+  async function door(code: string, path: string): Promise<boolean> {
+    const [result] = await eslint.lintText(code, { filePath: join(repoRoot, path) });
+    return (result?.messages ?? []).some(
+      (m) => m.ruleId === '@typescript-eslint/no-restricted-imports',
+    );
+  }
+  const valueImport = `import { Queue } from 'bullmq';\nexport const q = Queue;\n`;
+  const typeImport = `import type { Queue } from 'bullmq';\nexport type Q = Queue;\n`;
+
+  it.each([
+    'src/scheduler/new-module.ts',
+    'src/cli/commands/new-command.ts',
+    'src/new-top.ts',
+    'workers/service/admin/new-route.ts',
+  ])('refuses a value import of bullmq in %s', async (path) => {
+    expect(await door(valueImport, path)).toBe(true);
+    expect(await door(`export { Worker } from 'bullmq';\n`, path)).toBe(true);
+    expect(
+      await door(`import { x } from 'bullmq/dist/esm/utils';\nexport const y = x;\n`, path),
+    ).toBe(true);
+  });
+
+  it.each(['src/scheduler/new-module.ts', 'workers/service/admin/new-route.ts'])(
+    'lets `import type` from bullmq through in %s',
+    async (path) => {
+      expect(await door(typeImport, path)).toBe(false);
+    },
+  );
+
+  it.each(['src/scheduler/bullmq/new-move.ts', 'src/scheduler/bullmq/nested/deep.ts'])(
+    'lets the door itself (%s) import bullmq values',
+    async (path) => {
+      expect(await door(valueImport, path)).toBe(false);
+    },
+  );
+
+  it('finds no bullmq value import outside the door today', async () => {
+    const results = await eslint.lintFiles(['src', 'workers']);
+    const found = results.flatMap((r) =>
+      r.messages
+        .filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports')
+        .map((m) => `${r.filePath.slice(repoRoot.length)}:${m.line}`),
+    );
+    expect(found).toEqual([]);
+    expect(results.length).toBeGreaterThanOrEqual(100);
   });
 });

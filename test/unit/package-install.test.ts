@@ -16,13 +16,15 @@ let project = '';
 let npmOutput = '';
 
 /** The service's, the dashboard's and the plots' packages: optional peers, never installed for a library user. */
-const optionalPeers = Object.keys(
+const optionalPeers = Object.entries(
   (
     JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
     }
-  ).peerDependencies,
-);
+  ).peerDependenciesMeta,
+)
+  .filter(([, meta]) => meta.optional === true)
+  .map(([name]) => name);
 
 /** Runs `command` in the scratch project; stdout, stderr and the exit code. */
 function run(command: string, args: readonly string[]) {
@@ -69,6 +71,13 @@ describe('npm install <the packed tarball> in an empty project', () => {
     expect(packages).toBeGreaterThanOrEqual(25); // bullmq + pino + zod alone: the floor
     expect(packages).toBeLessThanOrEqual(60);
     expect(kib / 1024).toBeLessThanOrEqual(35);
+  });
+
+  it('installs bullmq, a required peer, at the tested minor (6.7.x)', () => {
+    const bullmq = JSON.parse(
+      readFileSync(join(project, 'node_modules/bullmq/package.json'), 'utf8'),
+    ) as { version: string };
+    expect(bullmq.version).toMatch(/^6\.7\.\d+$/);
   });
 
   it('installs none of the service, dashboard or plot packages', () => {

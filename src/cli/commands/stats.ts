@@ -1,7 +1,7 @@
-import { Queue } from 'bullmq';
 import type { Command } from 'commander';
 import { isCluster } from '../../redis/connection.js';
 import { bullPrefix } from '../../redis/keys.js';
+import { newBullQueue } from '../../scheduler/bullmq/bull-queue.js';
 import { queueCounts } from '../../scheduler/queue.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 
@@ -17,7 +17,7 @@ export function registerStats(program: Command): void {
     await withCliRedis(opts, async (redis) => {
       // Looking never writes: a BullMQ Queue records its meta (version, event
       // stream length) when made, and would even create a typo's queue.
-      const queue = new Queue(queueName, {
+      const queue = newBullQueue(queueName, {
         connection: redis,
         prefix: bullPrefix(queueName, isCluster(redis)),
         skipMetasUpdate: true,

@@ -5,7 +5,7 @@ import type { Attempt } from '../attempt.js';
 import type { DeadJobRecord } from './dead-record.js';
 import type { DeadLetterQueue } from './dead-letter-queue.js';
 import type { TypedEmitter, WorkerEvents } from '../events.js';
-import type { JobMoves } from '../job-moves.js';
+import type { JobMoves } from '../bullmq/job-moves.js';
 
 /** What {@link deadLetter} needs from its worker. */
 export interface DeadLetterContext {

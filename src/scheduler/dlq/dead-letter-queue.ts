@@ -9,7 +9,7 @@ import { bullPrefix, requeueKeys } from '../../redis/keys.js';
 import { runScript } from '../../redis/scripts.js';
 import { parseConfig } from '../../util/parse-config.js';
 import { systemClock, type Clock } from '../../util/system.js';
-import { replayDeadJobs } from '../job-moves.js';
+import { replayDeadJobs } from '../bullmq/job-moves.js';
 import { runBulk, type BulkOptions, type BulkProgress } from './bulk.js';
 import { DeadIndex, type DeadPage } from './dead-index.js';
 import { byTimeOnly, type DeadJobFilter, type DeadJobRecord } from './dead-record.js';

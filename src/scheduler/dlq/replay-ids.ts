@@ -1,7 +1,7 @@
 import type { RedisClient } from '../../redis/connection.js';
 import { newJobId } from '../../util/system.js';
 import { keepsItsId, replayIdFor } from '../job-id.js';
-import type { ReplayRef } from '../job-moves.js';
+import type { ReplayRef } from '../bullmq/job-moves.js';
 import { metaKey } from './dead-record.js';
 
 /**

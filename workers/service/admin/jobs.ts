@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { delayKind } from '../../../src/policy/job-state.js';
 import { lookupIds } from '../../../src/scheduler/job-id.js';
-import { readLiveJob, type LiveJob } from '../../../src/scheduler/job-moves.js';
+import { readLiveJob, type LiveJob } from '../../../src/scheduler/bullmq/bull-reads.js';
 import { HttpError } from '../http.js';
 import { deadJobView, type AdminPluginOptions } from './context.js';
 import { jobParams } from './schemas.js';

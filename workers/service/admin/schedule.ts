@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { delayKind, type JobState } from '../../../src/policy/job-state.js';
-import { countDelayedDue, nextDelayed } from '../../../src/scheduler/job-moves.js';
+import { countDelayedDue, nextDelayed } from '../../../src/scheduler/bullmq/bull-reads.js';
 import type { AdminPluginOptions } from './context.js';
 import { queueParams, scheduleQuery } from './schemas.js';
 

@@ -1,5 +1,5 @@
 import type { Worker } from 'bullmq';
-import { systemClock, type Clock } from '../util/system.js';
+import { systemClock, type Clock } from '../../util/system.js';
 
 /**
  * Where BullMQ 6.7's fetching scripts take the fetching worker's time: ARGV[2],

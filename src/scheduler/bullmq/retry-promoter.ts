@@ -1,20 +1,20 @@
-import type { Logger } from '../config/logger.js';
+import type { Logger } from '../../config/logger.js';
 import {
   earnCredit,
   fadeCredit,
   settleCredit,
   spendableJobs,
   type RetryShare,
-} from '../policy/retry-share.js';
-import type { RedisClient } from '../redis/connection.js';
-import { runScript } from '../redis/scripts.js';
-import type { Clock } from '../util/system.js';
-import { delayedScore, dueScoreBound, type BullKeys } from './job-moves.js';
+} from '../../policy/retry-share.js';
+import type { RedisClient } from '../../redis/connection.js';
+import { runScript } from '../../redis/scripts.js';
+import type { Clock } from '../../util/system.js';
+import { delayedScore, dueScoreBound, type BullKeys } from './bull-keys.js';
 
 /** Options of {@link RetryPromoter}. */
 export interface RetryPromoterOptions {
   redis: RedisClient;
-  /** The queue's BullMQ keys (`job-moves.ts`). */
+  /** The queue's BullMQ keys (`bull-keys.ts`). */
   keys: BullKeys;
   /** Redis's time, as the worker keeps it (`clock-watch.ts`). */
   clock: Clock;

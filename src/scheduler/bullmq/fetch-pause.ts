@@ -1,6 +1,6 @@
 import type { Worker } from 'bullmq';
-import type { Logger } from '../config/logger.js';
-import type { Clock } from '../util/system.js';
+import type { Logger } from '../../config/logger.js';
+import type { Clock } from '../../util/system.js';
 
 /**
  * Stops a worker from fetching jobs while its queue's circuit is open, and

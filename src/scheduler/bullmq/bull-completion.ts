@@ -1,10 +1,10 @@
 import type { Job } from 'bullmq';
-import { StoredResult } from '../policy/outcome.js';
+import { StoredResult } from '../../policy/outcome.js';
 
 /**
  * What of BullMQ's queue backend a completion goes through (BullMQ 6.7: its
  * `moveToCompleted`, `moveToCompletedArgs`, `moveToFinishedArgs` and
- * `moveToFinished`). Part of what `job-moves.ts` knows of BullMQ's insides;
+ * `moveToFinished`). Part of what `bull-worker.ts` knows of BullMQ's insides;
  * `test/integration/job-moves.test.ts` fails if an upgrade changes it.
  */
 export interface CompletionBackend {

@@ -1,8 +1,8 @@
 import { Job, type JobsOptions, type Queue } from 'bullmq';
-import type { RedisClient } from '../redis/connection.js';
-import { requeueKeys } from '../redis/keys.js';
-import { defineScript, queueScript, runScript } from '../redis/scripts.js';
-import { bullKeys } from './job-moves.js';
+import type { RedisClient } from '../../redis/connection.js';
+import { requeueKeys } from '../../redis/keys.js';
+import { defineScript, queueScript, runScript } from '../../redis/scripts.js';
+import { bullKeys } from './bull-keys.js';
 
 /**
  * Fair dispatch across keys, on BullMQ's own 'prioritized' sorted set (so a
@@ -11,7 +11,7 @@ import { bullKeys } from './job-moves.js';
  * turn (start-time fair queuing; see `src/redis/lua/fairStamp-4.lua`).
  * Knows of BullMQ's insides: `Job#addJob` on a transaction, the
  * 'prioritized' set's scores and its priority counter `pc` (see
- * `job-moves.ts`, whose test trips on an upgrade that changes them).
+ * `bull-keys.ts`, whose test trips on an upgrade that changes them).
  */
 
 /** One job to add: BullMQ's options, and its dispatch key with its cost if it has one. */
