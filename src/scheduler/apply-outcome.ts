@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from '../config/logger.js';
 import type { Clock } from '../util/system.js';
-import type { Attempt } from './attempt.js';
+import type { Attempt } from './attempt/context.js';
 import type { BreakerGate } from './breaker-gate.js';
 import type { DeadJobRecord, DeadLetterQueue } from './dlq/dead-letter-queue.js';
 import { deadLetter } from './dlq/dead-letter-move.js';

@@ -9,7 +9,8 @@ import { isCluster, resolveRedis, type RedisClient } from '../redis/connection.j
 import { bullPrefix } from '../redis/keys.js';
 import { withDeadline } from '../util/lifecycle.js';
 import { systemClock, systemRandom, type Clock } from '../util/system.js';
-import { runAttempt, type Attempt, type AttemptContext, type Handler } from './attempt.js';
+import type { Attempt, AttemptContext, Handler } from './attempt/context.js';
+import { runAttempt } from './attempt/run-attempt.js';
 import { announceTransition, BreakerGate, queueBreakerKey } from './breaker-gate.js';
 import { DeadLetterQueue } from './dlq/dead-letter-queue.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
@@ -28,7 +29,7 @@ import { retryPromoterFor, type RetryPromoter } from './retry-promoter.js';
 import type { WorkerOptions } from './worker-options.js';
 import { parseWorkerOptions } from './worker-config.js';
 
-export type { Handler, RequeueJob } from './attempt.js';
+export type { Handler, RequeueJob } from './attempt/context.js';
 export type { WorkerOptions } from './worker-options.js';
 
 /** Where a running job carries its attempt number (deferrals not counted) to `job:completed`. */
