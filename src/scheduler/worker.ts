@@ -43,7 +43,7 @@ export { queueBreakerKey } from './breaker-gate.js';
 
 /**
  * A requeue worker: a BullMQ worker whose processor runs one attempt
- * (`attempt.ts`) and applies its outcome with one fenced move (`job-moves.ts`,
+ * (`attempt/run-attempt.ts`) and applies its outcome with one fenced move (`job-moves.ts`,
  * `dlq/dead-letter-move.ts`), announcing it only once it is stored. This class wires
  * those parts together and owns the lifecycle.
  */
