@@ -84,7 +84,7 @@ const bullmqDoor = {
  * over it today are let through by name until they are split; this list must
  * end empty (remove a file from it in the change that splits it).
  */
-const overMaxLinesToday = ['src/scheduler/attempt.ts'];
+const overMaxLinesToday = [];
 
 /**
  * Pure code: no I/O, no adapters, nothing that reads the process. `above`
@@ -216,7 +216,7 @@ export default tseslint.config(
     // fields ({ ...state, newField }) costs microseconds (V8 gives each copy a
     // hidden class of its own): it made requeue's healthy path 15× costlier.
     files: [
-      'src/scheduler/attempt.ts',
+      'src/scheduler/attempt/*.ts',
       'src/scheduler/apply-outcome.ts',
       'src/scheduler/dlq/dead-letter-move.ts',
       'src/scheduler/worker.ts',

@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import { DelayedError } from './bullmq/bull-queue.js';
 import type { Logger } from '../config/logger.js';
 import type { Clock } from '../util/system.js';
-import type { Attempt } from './attempt.js';
+import type { Attempt } from './attempt/context.js';
 import type { BreakerGate } from './breaker-gate.js';
 import type { DeadJobRecord, DeadLetterQueue } from './dlq/dead-letter-queue.js';
 import { deadLetter } from './dlq/dead-letter-move.js';

@@ -1,7 +1,7 @@
 import type { Logger } from '../config/logger.js';
 import type { JobMeta } from '../policy/job-state.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
-import type { RequeueJob } from './attempt.js';
+import type { RequeueJob } from './attempt/context.js';
 import type { WorkerOptions } from './worker-options.js';
 
 /**

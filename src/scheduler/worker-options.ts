@@ -9,7 +9,7 @@ import type { ClassifyOptions } from '../policy/classify/classify.js';
 import type { RetryPolicyInput } from '../policy/retry-policy.js';
 import type { RedisLike } from '../redis/connection.js';
 import type { Clock, Random } from '../util/system.js';
-import type { RequeueJob } from './attempt.js';
+import type { RequeueJob } from './attempt/context.js';
 import type { DeadJobRecord, Retention } from './dlq/dead-letter-queue.js';
 
 /** Options of {@link createWorker}. */

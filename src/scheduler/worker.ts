@@ -9,7 +9,8 @@ import { isCluster, resolveRedis, type RedisClient } from '../redis/connection.j
 import { bullPrefix } from '../redis/keys.js';
 import { withDeadline } from '../util/lifecycle.js';
 import { systemClock, systemRandom, type Clock } from '../util/system.js';
-import { runAttempt, type Attempt, type AttemptContext, type Handler } from './attempt.js';
+import type { Attempt, AttemptContext, Handler } from './attempt/context.js';
+import { runAttempt } from './attempt/run-attempt.js';
 import { announceTransition, BreakerGate, queueBreakerKey } from './breaker-gate.js';
 import { DeadLetterQueue } from './dlq/dead-letter-queue.js';
 import { applyOutcome, type ApplyContext } from './apply-outcome.js';
@@ -31,7 +32,7 @@ import { retryPromoterFor, type RetryPromoter } from './bullmq/retry-promoter.js
 import type { WorkerOptions } from './worker-options.js';
 import { parseWorkerOptions } from './worker-config.js';
 
-export type { Handler, RequeueJob } from './attempt.js';
+export type { Handler, RequeueJob } from './attempt/context.js';
 export type { WorkerOptions } from './worker-options.js';
 
 /** Where a running job carries its attempt number (deferrals not counted) to `job:completed`. */
@@ -45,7 +46,7 @@ export { queueBreakerKey } from './breaker-gate.js';
 
 /**
  * A requeue worker: a BullMQ worker whose processor runs one attempt
- * (`attempt.ts`) and applies its outcome with one fenced move (`job-moves.ts`,
+ * (`attempt/run-attempt.ts`) and applies its outcome with one fenced move (`job-moves.ts`,
  * `dlq/dead-letter-move.ts`), announcing it only once it is stored. This class wires
  * those parts together and owns the lifecycle.
  */

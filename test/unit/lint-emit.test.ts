@@ -32,7 +32,7 @@ describe('the plain-emit lint rule', () => {
     'workers/webhook/worker.ts',
     'src/scheduler/worker.ts',
     // A per-job file, whose own no-restricted-syntax rule must not replace this one.
-    'src/scheduler/attempt.ts',
+    'src/scheduler/attempt/run-attempt.ts',
     'src/cli/commands/new-command.ts',
   ])('catches a plain .emit( in %s', async (path) => {
     expect(await emitFindings(plain, path)).toEqual(['4:5']);

@@ -1,7 +1,7 @@
 import type { Job, Worker } from 'bullmq';
 import { attemptOf } from '../../policy/attempt-history.js';
 import { readJobMeta, stateForLife } from '../../policy/job-state.js';
-import type { Attempt } from '../attempt.js';
+import type { Attempt } from '../attempt/context.js';
 import type { StoredState } from './job-moves.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Logger } from '../../config/logger.js';
 import { changeState, type JobState } from '../../policy/job-state.js';
-import type { Attempt } from '../attempt.js';
+import type { Attempt } from '../attempt/context.js';
 import type { DeadJobRecord } from './dead-record.js';
 import type { DeadLetterQueue } from './dead-letter-queue.js';
 import type { TypedEmitter, WorkerEvents } from '../events.js';
