@@ -252,6 +252,9 @@ describe('the breaker stops calls to a failing dependency', () => {
           windowMs: 10_000,
           openMs: 1_500,
           halfOpenProbes: 2,
+          // Any job may probe at once (not retries first): this counts the probes a
+          // period admits fleet-wide, whichever jobs they are.
+          firstTryProbeDelayMs: 0,
         }),
         POLICY: JSON.stringify(generousPolicy),
         CONCURRENCY: '3',
