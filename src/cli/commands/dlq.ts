@@ -48,8 +48,10 @@ export function registerDlq(program: Command): void {
       min: 0,
       max: limits.retentionCount,
     });
+    // Flags first: a bad --reason is said before the queue is looked for.
+    const filter = toFilter(opts);
     await readDlq(queue, opts, async (dead) => {
-      const records = await dead.list(toFilter(opts), { limit, offset });
+      const records = await dead.list(filter, { limit, offset });
       if (opts.json) {
         process.stdout.write(
           JSON.stringify(redactValue(records.map(listEntry), redactOptionsFromEnv())) + '\n',
@@ -126,8 +128,9 @@ export function registerDlq(program: Command): void {
         .option('--json', 'print {"dead": N}'),
     ),
   ).action(async (queue: string, opts) => {
+    const filter = toFilter(opts);
     await readDlq(queue, opts, async (dead) => {
-      const n = await dead.count(toFilter(opts));
+      const n = await dead.count(filter);
       process.stdout.write(opts.json ? JSON.stringify({ dead: n }) + '\n' : `${n}\n`);
     });
   });
