@@ -62,11 +62,11 @@ export function queueOfRequeueKey(key: string): string | undefined {
   if (!key.startsWith(`${requeuePrefix}:`)) return undefined;
   const tag = key.slice(requeuePrefix.length + 1).split(':')[0]!;
   const inner = tag.startsWith('{') && tag.endsWith('}') ? tag.slice(1, -1) : undefined;
-  const candidates = [
-    inner,
-    inner?.replace(/%7B|%7D/g, (c) => decodeURIComponent(c)),
-    hasHashTag(tag) ? tag : undefined,
-  ];
+  // A name starting with `}` has its braces percent-encoded in the tag.
+  const decoded = inner?.startsWith('%7D')
+    ? inner.replace(/%7B|%7D/g, (c) => decodeURIComponent(c))
+    : undefined;
+  const candidates = [decoded, inner, hasHashTag(tag) ? tag : undefined];
   return candidates.find((name) => name !== undefined && queueHashTag(name) === tag);
 }
 
