@@ -1,13 +1,7 @@
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
-import {
-  bullPrefixOf,
-  cleanedQueueName,
-  connect,
-  redisUrl,
-  uniqueQueueName,
-} from '../harness/redis.js';
+import { bullPrefixOf, cleanedQueueName, connect, redisUrl } from '../harness/redis.js';
 import { runCli } from '../../src/cli/program.js';
 import { readEnv } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
