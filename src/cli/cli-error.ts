@@ -2,6 +2,14 @@ import { jsonDeeperThan } from '../policy/json-depth.js';
 import { limits } from '../policy/limits.js';
 
 /**
+ * The CLI's exit codes, one table for every command (docs/CLI.md, "Exit
+ * codes"): `ok` when the command did its work, `findings` when it did and
+ * found something to fix (`requeue doctor`), `failed` when it could not: a
+ * usage error, an unknown queue, Redis unreachable or refusing.
+ */
+export const exitCodes = { ok: 0, findings: 1, failed: 2 } as const;
+
+/**
  * A usage error: bad flag, bad JSON, invalid option. The CLI prints its
  * message on one line and exits with code 2, never a stack trace.
  */

@@ -2,7 +2,7 @@ import { Command, CommanderError, type Option } from 'commander';
 import { ConfigError } from '../config/env.js';
 import { parseQueueName } from '../policy/queue-name.js';
 import { redactText } from '../util/redact.js';
-import { CliUsageError } from './cli-error.js';
+import { CliUsageError, exitCodes } from './cli-error.js';
 import { registerCommands } from './commands/index.js';
 
 /**
@@ -102,16 +102,16 @@ export async function runCli(argv: string[]): Promise<number> {
   const program = await buildProgram(argv);
   try {
     await program.parseAsync(argv);
-    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+    return typeof process.exitCode === 'number' ? process.exitCode : exitCodes.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version end here with code 0.
-      if (err.exitCode === 0) return 0;
-      return 2;
+      if (err.exitCode === 0) return exitCodes.ok;
+      return exitCodes.failed;
     }
     if (err instanceof CliUsageError || err instanceof ConfigError) {
       process.stderr.write(`requeue: ${redactText(err.message)}\n`);
-      return 2;
+      return exitCodes.failed;
     }
     // Loaded here, not up front: it brings ioredis, which most commands never need.
     const { describeConnectionFailure } = await import('./connection-flag.js');
@@ -119,6 +119,8 @@ export async function runCli(argv: string[]): Promise<number> {
     process.stderr.write(
       `requeue: ${redactText(err instanceof Error ? describeConnectionFailure(err) : String(err))}\n`,
     );
-    return 1;
+    // Whatever stopped the command (Redis gone mid-way, MOVED, a refused
+    // command) is the same code as not reaching it: 1 is kept for findings.
+    return exitCodes.failed;
   }
 }

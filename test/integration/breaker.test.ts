@@ -31,7 +31,7 @@ import {
   type DependencyCall,
 } from '../fixtures/breaker-dependency.js';
 import { startFleet, type ChildWorker } from '../fixtures/breaker-fleet.js';
-import { cleanedQueueName, connect, jobKey, redisUrl } from '../harness/redis.js';
+import { bullPrefixOf, cleanedQueueName, connect, jobKey, redisUrl } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -807,6 +807,12 @@ describe('requeue breaker (CLI)', () => {
       const store = new BreakerStore(redis, name, parseBreakerOptions(JSON.parse(breakerFlag)));
       const budget = new BudgetStore(redis, name, parseBudgetOptions({}));
 
+      // A queue with no key at all is not "closed": it is unknown (exit 2, the known ones named).
+      const unknown = await cli('breaker', 'status', name);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toMatch(`no queue "${name}" on this Redis`);
+      // Known (one BullMQ key) but with no breaker state yet: closed, as before.
+      await redis.hset(`${bullPrefixOf(redis, name)}:${name}:meta`, 'version', 'brk-cli');
       const fresh = await status(name);
       expect(fresh.breakers).toEqual([
         expect.objectContaining({

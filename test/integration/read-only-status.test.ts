@@ -191,7 +191,7 @@ describe('looking never writes', () => {
   );
 
   it(
-    'breaker status (token bucket), endpoint list and stats send no write command',
+    'breaker status (token bucket), endpoint list, stats and queues send no write command',
     { timeout: CLI_TIMEOUT_MS * 3 },
     async () => {
       const name = cleanedQueueName(redis, 'ro-cli');
@@ -209,6 +209,8 @@ describe('looking never writes', () => {
           ['breaker', 'status', name, '--json', '--budget', '{"capacity":50}'],
           ['endpoint', 'list', name, '--json'],
           ['stats', name, '--json'],
+          ['queues', '--json'],
+          ['queues'],
         ]) {
           const run = await requeue(...args);
           expect(run.stderr, args.join(' ')).toBe('');
@@ -218,9 +220,11 @@ describe('looking never writes', () => {
       });
       expect(writes).toEqual([]);
 
-      // Looking at a queue that does not exist creates nothing either.
+      // Looking at a queue that does not exist creates nothing either: it is
+      // refused (exit code 2), where it once read as an empty queue.
       const stats = await requeue('stats', unused, '--json');
-      expect(stats.code).toBe(0);
+      expect(stats.code).toBe(2);
+      expect(stats.stderr).toMatch(`no queue "${unused}"`);
       expect(await redis.keys(`*${unused}*`)).toEqual([]);
     },
   );

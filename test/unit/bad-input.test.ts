@@ -1,6 +1,7 @@
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { redisUrl, uniqueQueueName } from '../harness/redis.js';
+import type { Redis } from 'ioredis';
+import { bullPrefixOf, cleanedQueueName, connect, redisUrl } from '../harness/redis.js';
 import { runCli } from '../../src/cli/program.js';
 import { readEnv } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
@@ -588,6 +589,18 @@ const redisCliCases: [string, (queue: string) => string[], number, RegExp][] = [
     /^replayed 0 dead jobs: none matching --reason gone$/,
   ],
   [
+    'stats of an unknown queue (said zeros, exit 0)',
+    (q) => ['stats', `${q}-typo`],
+    2,
+    /^requeue: <queue>: no queue "bad-input-.*-typo" on this Redis \(known: .*\)$/,
+  ],
+  [
+    'breaker status of an unknown queue (said closed)',
+    (q) => ['breaker', 'status', `${q}-typo`],
+    2,
+    /^requeue: <queue>: no queue "bad-input-.*-typo" on this Redis \(known: .*\)$/,
+  ],
+  [
     'breaker status --key never seen (said closed)',
     (q) => ['breaker', 'status', q, '--key', 'nope'],
     2,
@@ -797,9 +810,11 @@ it('the work bounds hold outside the CLI too: the simulators and simulatePlan re
 
 describe('the bad-input table: CLI against Redis (in process)', () => {
   let output: string;
+  let admin: Redis;
   let mute: Server;
   const muteSockets = new Set<Socket>();
   beforeAll(async () => {
+    admin = connect();
     mute = createServer((socket) => {
       muteSockets.add(socket.on('error', () => undefined));
     });
@@ -813,13 +828,16 @@ describe('the bad-input table: CLI against Redis (in process)', () => {
   });
   afterAll(async () => {
     vi.restoreAllMocks();
+    admin.disconnect();
     for (const socket of muteSockets) socket.destroy();
     await new Promise<void>((resolve) => mute.close(() => resolve()));
   });
 
   it.each(redisCliCases)('%s', async (_label, args, exitCode, message) => {
     output = '';
-    const queue = uniqueQueueName('bad-input');
+    // Each row's queue is known (one BullMQ key), as a typo of it is not.
+    const queue = cleanedQueueName(admin, 'bad-input');
+    await admin.hset(`${bullPrefixOf(admin, queue)}:${queue}:meta`, 'version', 'bad-input');
     const given = args(queue);
     const withRedis = given.includes('--redis') ? given : [...given, '--redis', redisUrl()];
     const code = await runCli(['node', 'requeue', ...withRedis]);

@@ -9,6 +9,8 @@ import { queueBreakerKey } from '../../scheduler/worker.js';
 import { CliUsageError, parseJsonFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { printTable } from '../table.js';
+import { requireKnownQueue, someNames } from '../known-queue.js';
+import type { RedisClient } from '../../redis/connection.js';
 
 interface BreakerFlags {
   redis?: string;
@@ -27,14 +29,15 @@ export function registerBreaker(program: Command): void {
   common(breaker.command('status').description('State, window and budget of each breaker key'))
     .option('--json', 'print {"breakers": [...], "budget": {...}, "paused": [...]} as JSON')
     .action(async (queue: string, opts: BreakerFlags) => {
-      await withStores(queue, opts, async (store, budget, pauseStore) => {
+      await withStores(queue, opts, async (store, budget, pauseStore, redis) => {
+        await requireKnownQueue(redis, queue);
         // Reads only: the windows are summed with the geometry stored with them,
         // so --breaker/--budget here never change what the workers see.
         const known = await store.knownKeys();
         // A key no worker has recorded and no one set is not "closed": it is unknown here.
         if (opts.key !== undefined && opts.key !== queueBreakerKey && !known.includes(opts.key))
           throw new CliUsageError(
-            `--key: no breaker "${opts.key}" on ${queue}: never seen (known: ${known.length > 0 ? known.slice(0, 10).join(', ') + (known.length > 10 ? `, … ${known.length - 10} more` : '') : 'none'})`,
+            `--key: no breaker "${opts.key}" on ${queue}: never seen (known: ${someNames(known)})`,
           );
         const keys = opts.key !== undefined ? [opts.key] : known;
         const statuses: BreakerStatus[] = [];
@@ -118,7 +121,12 @@ function common(command: Command): Command {
 async function withStores(
   queue: string,
   opts: BreakerFlags,
-  fn: (store: BreakerStore, budget: BudgetStore, pauses: PauseStore) => Promise<void>,
+  fn: (
+    store: BreakerStore,
+    budget: BudgetStore,
+    pauses: PauseStore,
+    redis: RedisClient,
+  ) => Promise<void>,
 ): Promise<void> {
   const breakerOptions = parseBreakerOptions(
     opts.breaker ? parseJsonFlag('--breaker', opts.breaker) : {},
@@ -133,6 +141,7 @@ async function withStores(
       new BreakerStore(redis, queue, breakerOptions),
       new BudgetStore(redis, queue, budgetOptions),
       new PauseStore(redis, queue),
+      redis,
     ),
   );
 }

@@ -8,6 +8,7 @@ import {
 import { CliUsageError, parseNumberFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { ProgressBar } from '../progress.js';
+import { requireKnownQueue } from '../known-queue.js';
 import { printTable, truncate } from '../table.js';
 import { redactText, redactValue } from '../../util/redact.js';
 import { limits } from '../../policy/limits.js';
@@ -47,8 +48,10 @@ export function registerDlq(program: Command): void {
       min: 0,
       max: limits.retentionCount,
     });
-    await withDlq(queue, opts, async (dead) => {
-      const records = await dead.list(toFilter(opts), { limit, offset });
+    // Flags first: a bad --reason is said before the queue is looked for.
+    const filter = toFilter(opts);
+    await readDlq(queue, opts, async (dead) => {
+      const records = await dead.list(filter, { limit, offset });
       if (opts.json) {
         process.stdout.write(
           JSON.stringify(redactValue(records.map(listEntry), redactOptionsFromEnv())) + '\n',
@@ -79,7 +82,7 @@ export function registerDlq(program: Command): void {
       .argument('<id>', 'job id')
       .option('--json', 'print the dead job as JSON'),
   ).action(async (queue: string, id: string, opts) => {
-    await withDlq(queue, opts, async (dead) => {
+    await readDlq(queue, opts, async (dead) => {
       const record = await dead.get(id);
       if (!record) throw new CliUsageError(`no dead job "${id}" in ${queue}'s DLQ`);
       if (opts.json) {
@@ -125,8 +128,9 @@ export function registerDlq(program: Command): void {
         .option('--json', 'print {"dead": N}'),
     ),
   ).action(async (queue: string, opts) => {
-    await withDlq(queue, opts, async (dead) => {
-      const n = await dead.count(toFilter(opts));
+    const filter = toFilter(opts);
+    await readDlq(queue, opts, async (dead) => {
+      const n = await dead.count(filter);
       process.stdout.write(opts.json ? JSON.stringify({ dead: n }) + '\n' : `${n}\n`);
     });
   });
@@ -245,12 +249,23 @@ function parseTime(flag: string, value: string): number {
   return ms;
 }
 
-async function withDlq<T>(
+/** {@link withDlq} for a command that reads: an unknown queue is refused (exit code 2). */
+function readDlq<T>(
   queue: string,
   opts: { redis?: string },
   fn: (dead: DeadLetterQueue) => Promise<T>,
 ): Promise<T> {
+  return withDlq(queue, opts, fn, true);
+}
+
+async function withDlq<T>(
+  queue: string,
+  opts: { redis?: string },
+  fn: (dead: DeadLetterQueue) => Promise<T>,
+  mustBeKnown = false,
+): Promise<T> {
   return withCliRedis(opts, async (redis) => {
+    if (mustBeKnown) await requireKnownQueue(redis, queue);
     const dead = new DeadLetterQueue(queue, { connection: redis });
     try {
       return await fn(dead);

@@ -23,7 +23,7 @@ import {
   withCliRedis,
   withRedisOption,
 } from '../connection-flag.js';
-import { CliUsageError } from '../cli-error.js';
+import { CliUsageError, exitCodes } from '../cli-error.js';
 import { formatTable } from '../table.js';
 
 /** BullMQ's own floor (its `RedisConnection.minimumVersion`, not exported). */
@@ -80,7 +80,7 @@ export function registerDoctor(program: Command): void {
           : `${diagnosis.findings} finding${diagnosis.findings === 1 ? '' : 's'}\n`,
       );
     }
-    process.exitCode = diagnosis.ok ? 0 : 1;
+    process.exitCode = diagnosis.ok ? exitCodes.ok : exitCodes.findings;
   });
 }
 

@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import { EndpointStore } from '../../redis/endpoint-store.js';
 import { CliUsageError } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
+import { requireKnownQueue } from '../known-queue.js';
+import type { RedisClient } from '../../redis/connection.js';
 import { printTable, truncate } from '../table.js';
 import { redactText, redactValue } from '../../util/redact.js';
 import { redactOptionsFromEnv } from '../../config/env.js';
@@ -19,7 +21,8 @@ export function registerEndpoint(program: Command): void {
       .argument('<queue>', 'webhook queue name')
       .option('--json', 'print an array of {endpointId, reason, disabledAt} as JSON'),
   ).action(async (queue: string, opts) => {
-    await withStore(opts, async (store) => {
+    await withStore(opts, async (store, redis) => {
+      await requireKnownQueue(redis, queue);
       const disabled = await store.list(queue);
       if (opts.json) {
         process.stdout.write(JSON.stringify(redactValue(disabled, redactOptionsFromEnv())) + '\n');
@@ -85,12 +88,12 @@ function checkId(endpointId: string): void {
 
 async function withStore<T>(
   opts: { redis?: string },
-  fn: (store: EndpointStore) => Promise<T>,
+  fn: (store: EndpointStore, redis: RedisClient) => Promise<T>,
 ): Promise<T> {
   return withCliRedis(opts, async (redis) => {
     const store = new EndpointStore({ connection: redis, cacheTtlMs: 0 });
     try {
-      return await fn(store);
+      return await fn(store, redis);
     } finally {
       await store.close();
     }

@@ -12,6 +12,7 @@ const commands: Record<string, () => Promise<Register>> = {
   simulate: async () => (await import('./simulate/index.js')).registerSimulate,
   worker: async () => (await import('./worker.js')).registerWorker,
   enqueue: async () => (await import('./enqueue.js')).registerEnqueue,
+  queues: async () => (await import('./queues.js')).registerQueues,
   stats: async () => (await import('./stats.js')).registerStats,
   dlq: async () => (await import('./dlq.js')).registerDlq,
   endpoint: async () => (await import('./endpoint.js')).registerEndpoint,

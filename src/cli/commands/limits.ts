@@ -3,6 +3,7 @@ import { LimitStore, type KeyLimitView } from '../../redis/limit-store.js';
 import { parseNumberFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { printTable } from '../table.js';
+import { requireKnownQueue } from '../known-queue.js';
 
 interface LimitsFlags {
   redis?: string;
@@ -36,6 +37,7 @@ export function registerLimits(program: Command): void {
   ).action(async (queue: string, opts: LimitsFlags) => {
     const max = parseNumberFlag('--max', opts.max ?? '100', { integer: true, min: 1, max: 10_000 });
     await withCliRedis(opts, async (redis) => {
+      await requireKnownQueue(redis, queue);
       // Reads only (ZCARD, ZREVRANGE, HMGET, ZCOUNT, TIME).
       const store = new LimitStore(redis, queue);
       const [count, views] = await Promise.all([store.count(), store.list(max)]);

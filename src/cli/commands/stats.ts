@@ -4,6 +4,7 @@ import { bullPrefix } from '../../redis/keys.js';
 import { newBullQueue } from '../../scheduler/bullmq/bull-queue.js';
 import { queueCounts } from '../../scheduler/queue.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
+import { requireKnownQueue } from '../known-queue.js';
 
 /** `requeue stats <queue> [--json]` */
 export function registerStats(program: Command): void {
@@ -15,6 +16,7 @@ export function registerStats(program: Command): void {
       .option('--json', 'print the counts as JSON'),
   ).action(async (queueName: string, opts) => {
     await withCliRedis(opts, async (redis) => {
+      await requireKnownQueue(redis, queueName);
       // Looking never writes: a BullMQ Queue records its meta (version, event
       // stream length) when made, and would even create a typo's queue.
       const queue = newBullQueue(queueName, {

@@ -1,0 +1,102 @@
+import { Queue } from 'bullmq';
+import type { Command } from 'commander';
+import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
+import { BreakerStore } from '../../redis/breaker-store.js';
+import { isCluster, type RedisClient } from '../../redis/connection.js';
+import { bullPrefix } from '../../redis/keys.js';
+import { discoverQueues } from '../../redis/queue-discovery.js';
+import { queueCounts } from '../../scheduler/queue.js';
+import { queueBreakerKey } from '../../scheduler/worker.js';
+import { type RedisFlags, withCliRedis, withRedisOption } from '../connection-flag.js';
+import { formatTable } from '../table.js';
+
+/** One line of `requeue queues`: what `--json` prints per queue. */
+export interface QueueSummary {
+  queue: string;
+  /** Waiting jobs, BullMQ's 'prioritized' included. */
+  waiting: number;
+  active: number;
+  delayed: number;
+  dead: number;
+  /** Workers connected now (BullMQ's CLIENT LIST, by connection name). */
+  workers: number;
+  /** The queue-wide breaker's phase: `closed`, `open` or `half-open`. */
+  breaker: string;
+  /** Whether that breaker was opened by hand (`requeue breaker open`) and stays open. */
+  isolated: boolean;
+}
+
+/** `requeue queues [--json]` */
+export function registerQueues(program: Command): void {
+  withRedisOption(
+    program
+      .command('queues')
+      .description(
+        'List every queue on the Redis with its job counts, workers and breaker (read-only)',
+      )
+      .option(
+        '--json',
+        'print an array of {queue, waiting, active, delayed, dead, workers, breaker, isolated}',
+      ),
+  ).action(async (opts: RedisFlags & { json?: boolean }) => {
+    await withCliRedis(opts, async (redis) => {
+      const summaries: QueueSummary[] = [];
+      for (const name of await discoverQueues(redis)) summaries.push(await summarize(redis, name));
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(summaries) + '\n');
+        return;
+      }
+      if (summaries.length === 0) {
+        process.stdout.write('no queues\n');
+        return;
+      }
+      process.stdout.write(
+        formatTable(
+          ['QUEUE', 'WAITING', 'ACTIVE', 'DELAYED', 'DEAD', 'WORKERS', 'BREAKER'],
+          summaries.map((s) => [
+            s.queue,
+            String(s.waiting),
+            String(s.active),
+            String(s.delayed),
+            String(s.dead),
+            String(s.workers),
+            s.isolated ? `${s.breaker} (isolated)` : s.breaker,
+          ]),
+          { align: ['left', 'right', 'right', 'right', 'right', 'right', 'left'] },
+        ),
+      );
+    });
+  });
+}
+
+/** One queue's counts, workers and breaker. Reads only. */
+async function summarize(redis: RedisClient, name: string): Promise<QueueSummary> {
+  // skipMetasUpdate: a BullMQ Queue would otherwise write its meta when made.
+  const queue = new Queue(name, {
+    connection: redis,
+    prefix: bullPrefix(name, isCluster(redis)),
+    skipMetasUpdate: true,
+  });
+  // A lost connection fails the reads below; the queue need not re-emit it.
+  queue.on('error', () => undefined);
+  try {
+    const [counts, workers, breaker] = await Promise.all([
+      queueCounts(queue, name, redis),
+      queue.getWorkersCount(),
+      // The stored state is read as it is: these options play no part in a status read.
+      new BreakerStore(redis, name, parseBreakerOptions({})).status(queueBreakerKey),
+    ]);
+    return {
+      queue: name,
+      waiting: counts.waiting,
+      active: counts.active,
+      delayed: counts.delayed,
+      dead: counts.dead,
+      workers,
+      breaker: breaker.state.phase,
+      isolated: Boolean(breaker.state.isolated),
+    };
+  } finally {
+    await queue.close();
+  }
+}
