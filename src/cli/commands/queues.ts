@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { newBullQueue } from '../../scheduler/bullmq/bull-queue.js';
 import type { Command } from 'commander';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { BreakerStore } from '../../redis/breaker-store.js';
@@ -72,7 +72,7 @@ export function registerQueues(program: Command): void {
 /** One queue's counts, workers and breaker. Reads only. */
 async function summarize(redis: RedisClient, name: string): Promise<QueueSummary> {
   // skipMetasUpdate: a BullMQ Queue would otherwise write its meta when made.
-  const queue = new Queue(name, {
+  const queue = newBullQueue(name, {
     connection: redis,
     prefix: bullPrefix(name, isCluster(redis)),
     skipMetasUpdate: true,
