@@ -241,7 +241,24 @@ function added(job: { id?: string | undefined; name: string }): AddedJob {
  * A job's name, idempotency key and delay, checked before anything is sent:
  * each is bounded (the key becomes the job id and part of Redis keys).
  */
+/** Every option {@link AddOptions} has: any other is refused, naming it (a `delay` meant as `delayMs` is not ignored). */
+const addOptionNames: ReadonlySet<string> = new Set<keyof AddOptions>([
+  'idempotencyKey',
+  'policy',
+  'delayMs',
+  'tags',
+  'dispatchKey',
+  'dispatchWeight',
+]);
+
 function checkAddOptions(name: string, opts: AddOptions, label: string): void {
+  if (opts === null || typeof opts !== 'object')
+    throw new ConfigError(`${label}options: must be an object`);
+  for (const option of Object.keys(opts))
+    if (!addOptionNames.has(option))
+      throw new ConfigError(
+        `${label}${option}: not an add option (${[...addOptionNames].join(', ')})`,
+      );
   if (typeof name !== 'string' || name.length < 1 || name.length > limits.jobName)
     throw new ConfigError(`${label}name: must be 1–${limits.jobName} characters`);
   const key = opts.idempotencyKey;

@@ -196,6 +196,8 @@ describe('a saturated key at the head of the queue', () => {
   it('is not fetched and put back as fast as Redis answers (was: thousands of deferrals a second, taking the CPU other keys need)', async () => {
     const { name, queue } = setup();
     await addKeyed(queue, 'A', 2_000);
+    const own = connect();
+    onCleanup(() => own.disconnect());
     let deferrals = 0;
     let started = 0;
     const worker: RequeueWorker<Data> = createWorker<Data>(
@@ -205,7 +207,8 @@ describe('a saturated key at the head of the queue', () => {
         await new Promise((resolve) => setTimeout(resolve, 5_000));
       },
       {
-        connection: admin,
+        // Its own connection: closed at its deadline with a job still running.
+        connection: own,
         concurrency: 4,
         // One of A's jobs at a time: the other three slots can only find A's jobs.
         keyConcurrency: 1,
@@ -225,5 +228,19 @@ describe('a saturated key at the head of the queue', () => {
     expect(perSecond).toBeLessThanOrEqual(150);
     expect(perSecond).toBeGreaterThan(0);
     expect(started).toBe(1);
+  });
+});
+
+describe('add options', () => {
+  it('an unknown add option is refused in one line naming it (was: `delay` for `delayMs` ignored, the job ran at once)', async () => {
+    const { queue } = setup();
+    const refusal = await queue.add('job', { key: 'a' }, { delay: 5_000 } as never).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(refusal?.name).toBe('ConfigError');
+    expect(refusal?.message).toMatch(/delay: not an add option \(idempotencyKey, policy, delayMs/);
+    expect(refusal?.message).not.toContain('\n');
+    expect(await queue.counts()).toMatchObject({ waiting: 0, delayed: 0 });
   });
 });
