@@ -15,6 +15,18 @@ const plainEmit = ['name', 'value'].map((key) => ({
 }));
 
 /**
+ * `queue.bull` / `worker.bull` are the users' escape hatch to BullMQ's own
+ * objects (issue 23, item 1): requeue's own code reaches BullMQ through the
+ * facade (`RequeueQueue.prefix`, `hasJob`, `RequeueWorker.isRunning`) or
+ * `src/scheduler/bullmq/`; only the facade classes touch their own `this.bull`.
+ */
+const bullEscapeHatch = {
+  selector: "MemberExpression[property.name='bull']:not([object.type='ThisExpression'])",
+  message:
+    "`.bull` is the users' escape hatch: use the facade (RequeueQueue.prefix/hasJob/counts, RequeueWorker.isRunning) or a function in src/scheduler/bullmq/.",
+};
+
+/**
  * The bottom layers import nothing above them (issue 23, item 5): `src/errors`
  * imports only `src/errors`; `src/util` may import `src/errors`; `src/config`
  * may import `src/util` and `src/errors`. `above` are the folders `layer` must
@@ -209,7 +221,7 @@ export default tseslint.config(
   {
     files: ['src/**/*.{ts,js,mjs}', 'workers/**/*.{ts,js,mjs}'],
     ignores: ['src/scheduler/events.ts'],
-    rules: { 'no-restricted-syntax': ['error', ...plainEmit] },
+    rules: { 'no-restricted-syntax': ['error', ...plainEmit, bullEscapeHatch] },
   },
   {
     // Every job passes through these. On Node 20 a spread copy that then adds
@@ -230,6 +242,7 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         ...plainEmit,
+        bullEscapeHatch,
         {
           selector: 'ObjectExpression > SpreadElement:first-child ~ Property',
           message:

@@ -94,12 +94,23 @@ export interface AddedJob {
  * stored with the job so any worker can honour them.
  */
 export class RequeueQueue<T = unknown> {
+  /**
+   * The BullMQ queue underneath.
+   * @remarks escape hatch: BullMQ's own object; not covered by requeue's
+   * guarantees. requeue's code outside `src/scheduler/bullmq/` does not use it;
+   * prefer {@link RequeueQueue.prefix}, {@link RequeueQueue.hasJob} and
+   * {@link RequeueQueue.counts}.
+   */
   readonly bull: Queue;
   private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly policy: RetryPolicy | undefined;
   private readonly weights: Record<string, number>;
-  private readonly prefix: string;
+  /**
+   * BullMQ's key prefix the queue's keys live under (with the queue's hash
+   * tag on a Redis Cluster): what `queue.prefix` gave, as used.
+   */
+  readonly prefix: string;
   private readonly fair: FairBatcher;
 
   constructor(
@@ -180,7 +191,13 @@ export class RequeueQueue<T = unknown> {
     return queueCounts(this.bull, this.name, this.redis);
   }
 
+  /** Whether a job with id `jobId` exists in the queue, in any state. Reads only. */
+  async hasJob(jobId: string): Promise<boolean> {
+    return (await this.bull.getJob(jobId)) !== undefined;
+  }
+
   /** Closes the queue and, if it opened it, the connection. */
+
   async close(): Promise<void> {
     await this.bull.close();
     if (this.owned) this.redis.disconnect();

@@ -51,6 +51,10 @@ export { queueBreakerKey } from './breaker-gate.js';
  * those parts together and owns the lifecycle.
  */
 export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<WorkerEvents> {
+  /**
+   * The BullMQ worker underneath; requeue's own code uses {@link RequeueWorker.isRunning}.
+   * @remarks escape hatch: BullMQ's own object; not covered by requeue's guarantees.
+   */
   readonly bull: BullWorker;
   readonly dlq: DeadLetterQueue;
   readonly policy: RetryPolicy;
@@ -269,6 +273,9 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.promoter?.start();
     return this.bull.run();
   }
+
+  /** Whether the worker is taking jobs (started and not closing). */
+  isRunning = (): boolean => this.bull.isRunning();
 
   /** This worker's clock against Redis's, as last measured (for metrics). */
   clockStatus(): ClockStatus {

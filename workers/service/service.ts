@@ -159,8 +159,7 @@ async function startOn(
     site: siteRules(access, config.admin.allowedHosts),
     queues,
     ...(webhooks ? { webhooks } : {}),
-    ready: async () =>
-      (await connection.ping()) === 'PONG' && workers.every((w) => w.bull.isRunning()),
+    ready: async () => (await connection.ping()) === 'PONG' && workers.every((w) => w.isRunning()),
     metrics,
     ...(config.intake.token ? { token: config.intake.token } : {}),
     maxBodyBytes: config.intake.maxBodyBytes,

@@ -376,7 +376,7 @@ export class StreamConsumer<F = StreamFields> extends TypedEmitter<StreamConsume
     const key = retryIdempotencyKey(stream, group, id);
     // Its key's id, or the earlier encoding's for a hand-off made before the upgrade.
     for (const jobId of [jobIdForKey(key), legacyJobIdForKey(key)])
-      if (await this.retryQueue.bull.getJob(jobId)) return jobId;
+      if (await this.retryQueue.hasJob(jobId)) return jobId;
     return (await this.dlq.get(key))?.id;
   }
 

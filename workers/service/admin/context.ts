@@ -85,7 +85,7 @@ export function adminContext(options: AdminApiOptions): AdminContext {
         budgetStore: q.budget ? new BudgetStore(options.redis, q.name, q.budget) : undefined,
         pauses: new PauseStore(options.redis, q.name),
         limits: new LimitStore(options.redis, q.name),
-        prefix: q.queue.bull.opts.prefix ?? 'bull',
+        prefix: q.queue.prefix,
       },
     ]),
   );
