@@ -16,7 +16,7 @@ import { parseBreakerState } from '../policy/breaker/breaker-state.js';
 import { windowStats } from '../policy/breaker/job-count.js';
 import { geometryFor, windowLengthMs, windowSums, type WindowGeometry } from '../policy/window.js';
 import { requeueKeys } from './keys.js';
-import { runScript } from './scripts.js';
+import * as lua from './lua-commands.js';
 import { readWindow, recordBreakerWindow } from './window-scripts.js';
 
 /** A breaker transition as published to every worker. */
@@ -263,9 +263,8 @@ export class BreakerStore {
       const message = next.transition
         ? { key, transition: next.transition, state: next.state }
         : undefined;
-      const written = await runScript(
+      const written = await lua.breakerCas(
         this.redis,
-        'breakerCas',
         [this.keys.breaker(key), this.keys.breakerWindow(key), this.keys.breakerOpenKeys],
         [
           current.version,

@@ -2,7 +2,7 @@ import type { AdaptiveConcurrency } from '../policy/limit/limit-options.js';
 import type { LimitSignal, LimitState } from '../policy/limit/aimd.js';
 import type { RedisClient } from './connection.js';
 import { requeueKeys } from './keys.js';
-import { runScript } from './scripts.js';
+import * as lua from './lua-commands.js';
 import { redisTimeMs } from './window-scripts.js';
 
 /** The options a store's scripts take, the lease's length resolved. */
@@ -60,13 +60,17 @@ export class LimitStore {
 
   /** Takes a place under `key`'s limit if the fleet has one free. `atMs` replaces Redis's clock (tests). */
   async acquire(key: string, token: string, p: LimitParams, atMs?: number): Promise<Acquired> {
-    const [admitted, inFlight, limit, now] = await runScript<[number, number, string, number]>(
-      this.redis,
-      'limitAcquire',
-      this.keysOf(key),
-      [key, token, p.floor, p.ceiling, p.initial, p.leaseMs, p.idleMs, atMs ?? ''],
-    );
-    return { admitted: admitted === 1, inFlight, limit: Number(limit), now };
+    const [admitted, inFlight, limit, now] = await lua.limitAcquire(this.redis, this.keysOf(key), [
+      key,
+      token,
+      p.floor,
+      p.ceiling,
+      p.initial,
+      p.leaseMs,
+      p.idleMs,
+      atMs ?? '',
+    ]);
+    return { admitted: admitted === 1, inFlight, limit, now };
   }
 
   /** Gives back a place and updates the limit from the attempt's signal (`nextLimit`). */
@@ -77,24 +81,26 @@ export class LimitStore {
     p: LimitParams,
     atMs?: number,
   ): Promise<LimitState & { inFlight: number }> {
-    const [limit, threshold, decreasedAt, inFlight] = await runScript<
-      [string, string, number, number]
-    >(this.redis, 'limitRelease', this.keysOf(key), [
-      key,
-      token,
-      sample.signal,
-      Math.round(sample.latencyMs),
-      sample.startedAt,
-      p.floor,
-      p.ceiling,
-      p.initial,
-      p.additiveIncrease,
-      p.backoffRatio,
-      p.latencyTargetMs,
-      p.idleMs,
-      atMs ?? '',
-    ]);
-    return { limit: Number(limit), threshold: Number(threshold), decreasedAt, inFlight };
+    const [limit, threshold, decreasedAt, inFlight] = await lua.limitRelease(
+      this.redis,
+      this.keysOf(key),
+      [
+        key,
+        token,
+        sample.signal,
+        Math.round(sample.latencyMs),
+        sample.startedAt,
+        p.floor,
+        p.ceiling,
+        p.initial,
+        p.additiveIncrease,
+        p.backoffRatio,
+        p.latencyTargetMs,
+        p.idleMs,
+        atMs ?? '',
+      ],
+    );
+    return { limit, threshold, decreasedAt, inFlight };
   }
 
   /** How many keys have state (the index's size; reads only). */

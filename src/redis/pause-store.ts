@@ -1,6 +1,6 @@
 import type { RedisClient } from './connection.js';
 import { requeueKeys } from './keys.js';
-import { runScript } from './scripts.js';
+import * as lua from './lua-commands.js';
 
 /** A pause as published to every worker. */
 export interface PauseMessage {
@@ -30,12 +30,12 @@ export class PauseStore {
 
   /** Pauses `key` until `until` (a later pause already there wins). */
   async pause(key: string, until: number, now: number): Promise<boolean> {
-    const changed = await runScript(
-      this.redis,
-      'pauseKey',
-      [this.keys.pausedKeys],
-      [key, Math.round(until), Math.round(now), this.keys.pauseChannel],
-    );
+    const changed = await lua.pauseKey(this.redis, this.keys.pausedKeys, [
+      key,
+      Math.round(until),
+      Math.round(now),
+      this.keys.pauseChannel,
+    ]);
     return changed === 1;
   }
 

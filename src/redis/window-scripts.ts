@@ -1,6 +1,6 @@
 import type { RedisClient } from './connection.js';
 import { parseWindowHash, type WindowGeometry, type WindowHash } from '../policy/window.js';
-import { runScript } from './scripts.js';
+import * as lua from './lua-commands.js';
 
 /**
  * Typed wrappers of the scripts that write the fleet's sliding windows, and
@@ -74,9 +74,8 @@ export async function recordBreakerWindow(
   },
   atMs?: number,
 ): Promise<BreakerRecordResult> {
-  const reply = await runScript<[number, number, number, string, number, number, number]>(
+  const reply = await lua.breakerRecord(
     redis,
-    'breakerRecord',
     [keys.window, keys.state, keys.knownKeys],
     [
       args.geometry.bucketMs,
@@ -96,7 +95,7 @@ export async function recordBreakerWindow(
     failures,
     consecutiveFailures,
     rawState,
-    version: Number(version),
+    version,
     geometry: { bucketMs, buckets },
   };
 }
@@ -122,22 +121,15 @@ export async function ratioBudgetScript(
   },
   atMs?: number,
 ): Promise<RatioBudgetResult> {
-  const [granted, requests, retries, bucketMs, buckets] = await runScript<
-    [number, number, number, number, number]
-  >(
-    redis,
-    'ratioBudget',
-    [key],
-    [
-      args.geometry.bucketMs,
-      args.geometry.buckets,
-      args.requests,
-      args.take ? 1 : 0,
-      args.ratio,
-      args.minRetries,
-      atMs ?? '',
-    ],
-  );
+  const [granted, requests, retries, bucketMs, buckets] = await lua.ratioBudget(redis, key, [
+    args.geometry.bucketMs,
+    args.geometry.buckets,
+    args.requests,
+    args.take ? 1 : 0,
+    args.ratio,
+    args.minRetries,
+    atMs ?? '',
+  ]);
   return { granted: granted === 1, requests, retries, geometry: { bucketMs, buckets } };
 }
 
@@ -148,13 +140,8 @@ export async function takeTokensScript(
   capacity: number,
   cost: number,
 ): Promise<{ granted: boolean; tokens: number; denied: number }> {
-  const [granted, tokens, denied] = await runScript<[number, string, number]>(
-    redis,
-    'budgetTake',
-    [key],
-    [capacity, cost],
-  );
-  return { granted: granted === 1, tokens: Number(tokens), denied };
+  const [granted, tokens, denied] = await lua.budgetTake(redis, key, capacity, cost);
+  return { granted: granted === 1, tokens, denied };
 }
 
 /** Gives `amount` tokens back to a token bucket, never above `capacity`. */
@@ -164,5 +151,5 @@ export async function refundTokensScript(
   capacity: number,
   amount: number,
 ): Promise<number> {
-  return Number(await runScript<string>(redis, 'budgetRefund', [key], [capacity, amount]));
+  return lua.budgetRefund(redis, key, capacity, amount);
 }

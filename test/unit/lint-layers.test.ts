@@ -152,3 +152,48 @@ describe('BullMQ behind one door (issue 23, item 1)', () => {
     expect(results.length).toBeGreaterThanOrEqual(100);
   });
 });
+
+describe('one typed module runs the Lua scripts (issue 23, item 5)', () => {
+  /** Whether the rule flags an import of `runScript` (or `name`) from `specifier` in `path`. */
+  async function flagsRunScript(path: string, specifier: string, name = 'runScript') {
+    const code = `import { ${name} } from '${specifier}';\nexport const y = ${name};\n`;
+    const [result] = await eslint.lintText(code, { filePath: join(repoRoot, path) });
+    return (result?.messages ?? []).some(
+      (m) =>
+        m.ruleId === '@typescript-eslint/no-restricted-imports' &&
+        m.message.includes('lua-commands'),
+    );
+  }
+
+  it.each([
+    ['src/redis/new-store.ts', './scripts.js'],
+    ['src/scheduler/new-module.ts', '../redis/scripts.js'],
+    ['src/scheduler/bullmq/new-move.ts', '../../redis/scripts.js'],
+    ['src/scheduler/dlq/new-pass.ts', '../../redis/scripts.js'],
+    ['workers/service/new-route.ts', '../../src/redis/scripts.js'],
+  ])('refuses runScript in %s', async (path, specifier) => {
+    expect(await flagsRunScript(path, specifier)).toBe(true);
+  });
+
+  it('lets lua-commands.ts import runScript, and others import the typed module', async () => {
+    expect(await flagsRunScript('src/redis/lua-commands.ts', './scripts.js')).toBe(false);
+    expect(await flagsRunScript('src/redis/new-store.ts', './scripts.js', 'defineScript')).toBe(
+      false,
+    );
+    expect(await flagsRunScript('src/redis/new-store.ts', './lua-commands.js', 'runScript')).toBe(
+      false,
+    );
+  });
+
+  it('still refuses a bullmq value import in lua-commands.ts', async () => {
+    const [result] = await eslint.lintText(
+      `import { Queue } from 'bullmq';\nexport const q = Queue;\n`,
+      {
+        filePath: join(repoRoot, 'src/redis/lua-commands.ts'),
+      },
+    );
+    expect(
+      (result?.messages ?? []).some((m) => m.ruleId === '@typescript-eslint/no-restricted-imports'),
+    ).toBe(true);
+  });
+});

@@ -1,7 +1,7 @@
 import { Job, type JobsOptions, type Queue } from 'bullmq';
 import type { RedisClient } from '../../redis/connection.js';
 import { requeueKeys } from '../../redis/keys.js';
-import { defineScript, queueScript, runScript } from '../../redis/scripts.js';
+import * as lua from '../../redis/lua-commands.js';
 import { bullKeys } from './bull-keys.js';
 
 /**
@@ -37,7 +37,7 @@ export async function addFair(
   entries: readonly FairEntry[],
   together = false,
 ): Promise<PromiseSettledResult<Job>[]> {
-  defineScript(redis, 'fairStamp');
+  lua.defineFairStamp(redis);
   const bull = bullKeys(queueName, bullPrefix);
   const fair = requeueKeys(queueName).fair;
   const client = await queue.getBackend().client;
@@ -58,9 +58,8 @@ export async function addFair(
       continue;
     }
     if (entry.dispatch)
-      queueScript(
+      lua.queueFairStamp(
         multi,
-        'fairStamp',
         [bull.prioritized, bull.pc, fair, bull.prefix + id],
         [id, entry.dispatch.key, entry.dispatch.cost],
       );
@@ -132,5 +131,5 @@ export async function trimFairState(
   bullPrefix: string,
 ): Promise<number> {
   const bull = bullKeys(queueName, bullPrefix);
-  return runScript<number>(redis, 'fairTrim', [bull.prioritized, requeueKeys(queueName).fair], []);
+  return lua.fairTrim(redis, bull.prioritized, requeueKeys(queueName).fair);
 }

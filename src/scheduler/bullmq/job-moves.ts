@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import type { RedisClient } from '../../redis/connection.js';
 import { parseJobState, serializeJobState, type JobState } from '../../policy/job-state.js';
 import { requeueKeys } from '../../redis/keys.js';
-import { runScript } from '../../redis/scripts.js';
+import * as lua from '../../redis/lua-commands.js';
 import { bullKeys, type BullKeys } from './bull-keys.js';
 import type { BullWorker } from './bull-worker.js';
 
@@ -65,9 +65,8 @@ export class JobMoves {
     if (!completedBefore(job.attemptsMade, made, state))
       return { state, life: Number(life ?? 0), lifeOffset: Number(offset ?? 0) };
     const lifeOffset = Math.max(0, job.attemptsStarted - 1);
-    const started = await runScript(
+    const started = await lua.startLife(
       this.redis,
-      'startLife',
       [key, `${key}:lock`],
       [token, lifeOffset, job.attemptsMade],
     );
@@ -127,9 +126,8 @@ export class JobMoves {
     const id = String(job.id);
     const key = this.jobKey(id);
     const bull = this.keys;
-    const reply = (await runScript(
+    const reply = await lua.deadLetter(
       this.redis,
-      'deadLetter',
       [
         bull.active,
         bull.stalled,
@@ -158,7 +156,7 @@ export class JobMoves {
         resendGuardMs,
         bull.prefix,
       ],
-    )) as [number, (string | number)?, string?];
+    );
     if (reply[0] === 1) return { kind: 'moved', generation: String(reply[1]) };
     if (reply[0] === 3) return { kind: 'vanished' };
     if (reply[0] === 2)
@@ -233,9 +231,8 @@ export async function replayDeadJobs(
   const rq = requeueKeys(queue);
   const args: (string | number)[] = [rq.deadRecordPrefix, bull.prefix, now];
   for (const ref of refs) args.push(ref.id, ref.gen, ref.want, ref.freshId);
-  const reply = await runScript<string[]>(
+  const reply = await lua.replayDead(
     redis,
-    'replayDead',
     [rq.dead, bull.wait, bull.meta, bull.active, bull.marker, bull.events],
     args,
   );

@@ -7,7 +7,7 @@ import {
   type RetryShare,
 } from '../../policy/retry-share.js';
 import type { RedisClient } from '../../redis/connection.js';
-import { runScript } from '../../redis/scripts.js';
+import * as lua from '../../redis/lua-commands.js';
 import type { Clock } from '../../util/system.js';
 import { delayedScore, dueScoreBound, type BullKeys } from './bull-keys.js';
 
@@ -177,9 +177,8 @@ export async function promoteRetries(
   keys: BullKeys,
   run: { now: number; limit: number; holdAboveJobs?: number; holdMs?: number },
 ): Promise<PromotionRun> {
-  const [moved, held, first] = await runScript<[number, number, string | number]>(
+  const [moved, held, score] = await lua.promoteRetries(
     redis,
-    'promoteRetries',
     [keys.delayed, keys.wait, keys.meta, keys.active, keys.marker, keys.events],
     [
       keys.prefix,
@@ -189,7 +188,6 @@ export async function promoteRetries(
       delayedScore(run.now + (run.holdMs ?? 0)),
     ],
   );
-  const score = Number(first);
   return { moved, held, nextScore: score < 0 ? undefined : score };
 }
 

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../../redis/connection.js';
-import { runScript } from '../../redis/scripts.js';
+import * as lua from '../../redis/lua-commands.js';
 import { lookupIds } from '../job-id.js';
 import {
   byTimeOnly,
@@ -98,9 +98,12 @@ export class DeadIndex {
   private async pageIds(filter: DeadJobFilter, offset: number, limit: number): Promise<string[]> {
     const [min, max] = scoreRange(filter);
     // One read-only script: read in steps, a death landing between them shifted the page.
-    const [raw, above, firstGroup, lastGroup] = await runScript<
-      [string[], number, string[], string[]]
-    >(this.redis, 'deadPage', [this.keys.dead], [max, min, offset, limit]);
+    const [raw, above, firstGroup, lastGroup] = await lua.deadPage(this.redis, this.keys.dead, [
+      max,
+      min,
+      offset,
+      limit,
+    ]);
     if (raw.length === 0) return [];
     const scoreOf = new Map<string, number>();
     for (let i = 0; i < raw.length; i += 2) scoreOf.set(raw[i]!, Number(raw[i + 1]));

@@ -6,7 +6,7 @@ import {
   type RedisLike,
 } from '../../redis/connection.js';
 import { bullPrefix, requeueKeys } from '../../redis/keys.js';
-import { runScript } from '../../redis/scripts.js';
+import * as lua from '../../redis/lua-commands.js';
 import { parseConfig } from '../../util/parse-config.js';
 import { systemClock, type Clock } from '../../util/system.js';
 import { replayDeadJobs } from '../bullmq/job-moves.js';
@@ -146,7 +146,7 @@ export class DeadLetterQueue {
   purge(filter: DeadJobFilter, options: BulkOptions = {}): Promise<BulkProgress> {
     return runBulk(this.index.scan(filter), options, this.clock, (refs) => {
       const args = [this.keys.deadRecordPrefix, ...refs.flatMap((r) => [r.id, r.gen])];
-      return runScript<number>(this.redis, 'purgeDead', [this.keys.dead], args);
+      return lua.purgeDead(this.redis, this.keys.dead, args);
     });
   }
 

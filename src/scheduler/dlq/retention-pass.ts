@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Logger } from '../../config/logger.js';
 import { limits } from '../../policy/limits.js';
 import type { RedisClient } from '../../redis/connection.js';
-import { runScript } from '../../redis/scripts.js';
+import * as lua from '../../redis/lua-commands.js';
 import { newJobId, type Clock } from '../../util/system.js';
 
 /** Retention of dead jobs, like Sidekiq's dead set. */
@@ -74,9 +74,8 @@ export async function runRetentionPass(
   const removed: RetentionResult = { byAge: 0, byCount: 0 };
   try {
     const batch = (limit: number) =>
-      runScript<[number, number]>(
+      lua.trimDeadBatch(
         redis,
-        'trimDeadBatch',
         [keys.dead, keys.deadTrimLock],
         [keys.deadRecordPrefix, cutoff, retention.maxCount, limit, token, trimLockMs],
       );
