@@ -154,8 +154,9 @@ export async function withCliRedis<T>(
 /** Says why a command failed, naming the connection problem behind "Connection is closed". */
 export function describeConnectionFailure(err: Error): string {
   // Only a Redis Cluster node answers MOVED, or CROSSSLOT to a multi-key command.
-  if (/^(MOVED \d+ |CROSSSLOT )/.test(err.message))
-    return 'Redis answered MOVED: it is a Redis Cluster; add --cluster or set REDIS_CLUSTER=1';
+  const cluster = /^(MOVED) \d+ |^(CROSSSLOT) /.exec(err.message);
+  if (cluster)
+    return `Redis answered ${cluster[1] ?? cluster[2]}: it is a Redis Cluster; add --cluster or set REDIS_CLUSTER=1`;
   if (
     /Connection is closed|Reached the max retries|None of startup nodes|Failed to refresh slots/i.test(
       err.message,
