@@ -260,7 +260,7 @@ export default tseslint.config(
       'src/scheduler/attempt/*.ts',
       'src/scheduler/apply-outcome.ts',
       'src/scheduler/dlq/dead-letter-move.ts',
-      'src/scheduler/worker.ts',
+      'src/scheduler/requeue-worker.ts',
       'src/policy/attempt-history.ts',
       'src/policy/job-state.ts',
       'workers/webhook/deliver.ts',

@@ -21,7 +21,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { createQueue } from '../src/scheduler/queue.js';
-import { enqueueWebhook } from '../workers/webhook/worker.js';
+import { enqueueWebhook } from '../workers/webhook/webhook-worker.js';
 
 export type FlakyCaseId = 'flaky' | 'mix' | 'mix-503' | 'down';
 

@@ -7,7 +7,7 @@ import type { BreakerState } from '../src/policy/breaker/breaker.js';
 import { BreakerStore, type BreakerMessage } from '../src/redis/breaker-store.js';
 import { requeueKeys } from '../src/redis/keys.js';
 import { createQueue } from '../src/scheduler/queue.js';
-import { queueBreakerKey } from '../src/scheduler/worker.js';
+import { queueBreakerKey } from '../src/scheduler/requeue-worker.js';
 import { startDependency } from '../test/fixtures/breaker-dependency.js';
 import { askReports, startFleet, type ChildReport } from '../test/fixtures/breaker-fleet.js';
 

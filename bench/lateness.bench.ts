@@ -15,7 +15,7 @@ import { createLogger } from '../src/config/logger.js';
 import { createRedis } from '../src/redis/connection.js';
 import { startRedisServer } from '../src/redis/redis-server.js';
 import { createQueue } from '../src/scheduler/queue.js';
-import { createWorker } from '../src/scheduler/worker.js';
+import { createWorker } from '../src/scheduler/requeue-worker.js';
 import { quantile } from '../src/util/stats.js';
 
 const { values } = parseArgs({

@@ -17,7 +17,7 @@ import { createRedis } from '../src/redis/connection.js';
 import { startRedisServer } from '../src/redis/redis-server.js';
 import { RequeueMetrics } from '../src/scheduler/metrics.js';
 import { createQueue } from '../src/scheduler/queue.js';
-import { createWorker } from '../src/scheduler/worker.js';
+import { createWorker } from '../src/scheduler/requeue-worker.js';
 import type { RetryOrder } from '../src/scheduler/worker-options.js';
 import { quantile } from '../src/util/stats.js';
 

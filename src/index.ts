@@ -5,8 +5,8 @@
 // Producer, worker, dead-letter queue.
 export { createQueue, RequeueQueue } from './scheduler/queue.js';
 export type { QueueOptions, AddOptions, AddedJob, QueueCounts } from './scheduler/queue.js';
-export { createWorker, RequeueWorker, queueBreakerKey } from './scheduler/worker.js';
-export type { Handler, RequeueJob, WorkerOptions } from './scheduler/worker.js';
+export { createWorker, RequeueWorker, queueBreakerKey } from './scheduler/requeue-worker.js';
+export type { Handler, RequeueJob, WorkerOptions } from './scheduler/requeue-worker.js';
 export { DeadLetterQueue } from './scheduler/dlq/dead-letter-queue.js';
 export type {
   DeadJobRecord,

@@ -27,7 +27,7 @@ export const bullmqSide: Side = {
       if (failures.kind === 'permanent') throw new UnrecoverableError('HTTP 400');
       if (job.attemptsMade < failures.count) throw httpError(503);
     };
-    // The options requeue's worker sets (src/scheduler/worker.ts), minus the stall override.
+    // The options requeue's worker sets (src/scheduler/requeue-worker.ts), minus the stall override.
     const worker = new Worker(queueName, processor, {
       connection,
       concurrency,

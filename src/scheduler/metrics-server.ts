@@ -6,7 +6,7 @@ import { withDeadline } from '../util/lifecycle.js';
 import { requireOptional } from '../util/optional-deps.js';
 import { RequeueMetrics } from './metrics.js';
 import { createQueue, type RequeueQueue } from './queue.js';
-import type { RequeueWorker } from './worker.js';
+import type { RequeueWorker } from './requeue-worker.js';
 
 /** The interface metrics listen on unless told otherwise: this host only. */
 export const defaultMetricsHost = '127.0.0.1';

@@ -7,7 +7,7 @@ import { withDeadline } from '../util/lifecycle.js';
 import type { KeyLimits } from './key-limits.js';
 import { readLimits, registerLimitGauges, type LimitReading } from './limit-metrics.js';
 import type { QueueCounts, RequeueQueue } from './queue.js';
-import { queueBreakerKey, type RequeueWorker } from './worker.js';
+import { queueBreakerKey, type RequeueWorker } from './requeue-worker.js';
 
 /** Options of {@link RequeueMetrics}. */
 export interface RequeueMetricsOptions {

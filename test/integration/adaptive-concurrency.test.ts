@@ -11,7 +11,7 @@ import { parseAdaptiveConcurrency } from '../../src/policy/limit/limit-options.j
 import { requeueKeys } from '../../src/redis/keys.js';
 import { LimitStore, type Acquired } from '../../src/redis/limit-store.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
+import { createWorker, type RequeueWorker } from '../../src/scheduler/requeue-worker.js';
 import { parseJobState } from '../../src/policy/job-state.js';
 import { createWebhookWorker, enqueueWebhook } from '../../workers/webhook/index.js';
 import { onCleanup } from '../harness/cleanup.js';

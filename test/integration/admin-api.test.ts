@@ -9,7 +9,7 @@ import { parseAdaptiveConcurrency } from '../../src/policy/limit/limit-options.j
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
-import { queueBreakerKey } from '../../src/scheduler/worker.js';
+import { queueBreakerKey } from '../../src/scheduler/requeue-worker.js';
 import {
   adminAccess,
   adminStartLine,

@@ -10,7 +10,7 @@ import { createLogger } from '../../src/config/logger.js';
 import { freePort } from '../../src/redis/redis-server.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { queueBreakerKey } from '../../src/scheduler/worker.js';
+import { queueBreakerKey } from '../../src/scheduler/requeue-worker.js';
 import {
   createWebhookWorker,
   enqueueWebhook,

@@ -22,7 +22,7 @@ import {
   type Handler,
   type RequeueWorker,
   type WorkerOptions,
-} from '../../src/scheduler/worker.js';
+} from '../../src/scheduler/requeue-worker.js';
 import {
   callDependency,
   DependencyError,

@@ -11,7 +11,11 @@ import { createLogger } from '../../src/config/logger.js';
 import { parseJobState } from '../../src/policy/job-state.js';
 import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { createWorker, type Handler, type WorkerOptions } from '../../src/scheduler/worker.js';
+import {
+  createWorker,
+  type Handler,
+  type WorkerOptions,
+} from '../../src/scheduler/requeue-worker.js';
 import type { RequeueJob } from '../../src/scheduler/attempt/context.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';

@@ -13,7 +13,7 @@ import { createLogger } from '../../src/config/logger.js';
 import { scriptDefinitions } from '../../src/redis/scripts.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
-import { createWorker, type Handler } from '../../src/scheduler/worker.js';
+import { createWorker, type Handler } from '../../src/scheduler/requeue-worker.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { bullPrefixOf, cleanQueue, connect, jobKey, redisUrl } from '../harness/redis.js';
 import { WorkerEventLog } from '../harness/worker-events.js';

@@ -3,7 +3,7 @@ import { createLogger } from '../../src/config/logger.js';
 import { freePort } from '../../src/redis/redis-server.js';
 import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue, type QueueCounts } from '../../src/scheduler/queue.js';
-import { createWorker, queueBreakerKey, type Handler } from '../../src/scheduler/worker.js';
+import { createWorker, queueBreakerKey, type Handler } from '../../src/scheduler/requeue-worker.js';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { BreakerStore } from '../../src/redis/breaker-store.js';
 import type { QueueSummary } from '../../src/cli/commands/queues.js';

@@ -10,7 +10,7 @@ import { createLogger } from '../../src/config/logger.js';
 import { parseJobState } from '../../src/policy/job-state.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { createWorker } from '../../src/scheduler/worker.js';
+import { createWorker } from '../../src/scheduler/requeue-worker.js';
 import { spawnTs, type TsChild } from '../harness/child.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';

@@ -3,7 +3,7 @@ import { Redis, type Cluster } from 'ioredis';
 import { createCluster } from '../../src/redis/connection.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { createWorker } from '../../src/scheduler/worker.js';
+import { createWorker } from '../../src/scheduler/requeue-worker.js';
 import { startRedisCluster, waitClusterOk, type RedisClusterHandle } from '../harness/cluster.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { openMonitor } from '../harness/monitor.js';

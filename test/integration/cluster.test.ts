@@ -6,7 +6,7 @@ import { createCluster } from '../../src/redis/connection.js';
 import { bullPrefix, requeueKeys } from '../../src/redis/keys.js';
 import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue, type QueueCounts } from '../../src/scheduler/queue.js';
-import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
+import { createWorker, type RequeueWorker } from '../../src/scheduler/requeue-worker.js';
 import { runTs, spawnTs, type CommandResult } from '../harness/child.js';
 import { startRedisCluster, type RedisClusterHandle } from '../harness/cluster.js';
 import { onCleanup } from '../harness/cleanup.js';

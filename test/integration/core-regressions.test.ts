@@ -13,7 +13,11 @@ import { createRedis } from '../../src/redis/connection.js';
 import { startRedisServer } from '../../src/redis/redis-server.js';
 import { DeadLetterQueue, type DeadJobRecord } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { createWorker, type Handler, type WorkerOptions } from '../../src/scheduler/worker.js';
+import {
+  createWorker,
+  type Handler,
+  type WorkerOptions,
+} from '../../src/scheduler/requeue-worker.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { seedDead } from '../harness/dlq.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';

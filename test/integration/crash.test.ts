@@ -3,7 +3,7 @@ import { createLogger } from '../../src/config/logger.js';
 import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { parseJobState, type AttemptRecord } from '../../src/policy/job-state.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { createWorker, type Handler } from '../../src/scheduler/worker.js';
+import { createWorker, type Handler } from '../../src/scheduler/requeue-worker.js';
 import { spawnTs, type TsChild } from '../harness/child.js';
 import { crashKeys, type CrashMode } from '../harness/crash-keys.js';
 import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';

@@ -15,7 +15,7 @@ import { trimBatch, trimLockMs } from '../../src/scheduler/dlq/retention-pass.js
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { RetentionKeeper, type SetTimer } from '../../src/scheduler/dlq/retention-keeper.js';
-import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
+import { createWorker, type RequeueWorker } from '../../src/scheduler/requeue-worker.js';
 import { ManualClock } from '../../src/util/fake-clock.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';

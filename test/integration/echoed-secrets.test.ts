@@ -10,7 +10,7 @@ import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
 import { startService, type RunningService } from '../../workers/service/service.js';
 import { deliverWebhook, WebhookDeliveryError } from '../../workers/webhook/deliver.js';
-import { enqueueWebhook, type WebhookJobInput } from '../../workers/webhook/worker.js';
+import { enqueueWebhook, type WebhookJobInput } from '../../workers/webhook/webhook-worker.js';
 import { spawnTs, type TsChild } from '../harness/child.js';
 import { cli } from '../harness/cli.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';

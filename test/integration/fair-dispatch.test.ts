@@ -8,7 +8,7 @@ import { createLogger } from '../../src/config/logger.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { bullKeys } from '../../src/scheduler/bullmq/bull-keys.js';
 import { createQueue, type AddOptions, type RequeueQueue } from '../../src/scheduler/queue.js';
-import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
+import { createWorker, type RequeueWorker } from '../../src/scheduler/requeue-worker.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { bullPrefixOf, cleanQueue, connect, uniqueQueueName } from '../harness/redis.js';
 

@@ -17,7 +17,11 @@ import { cleanedQueueName, connect, redisUrl } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { sample } from '../harness/promtool.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
-import { createWorker, queueBreakerKey, type RequeueWorker } from '../../src/scheduler/worker.js';
+import {
+  createWorker,
+  queueBreakerKey,
+  type RequeueWorker,
+} from '../../src/scheduler/requeue-worker.js';
 import { writesDuring as monitoredWrites } from '../harness/monitor.js';
 
 /**

@@ -16,7 +16,7 @@ import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { jobIdForKey, legacyJobIdForKey } from '../../src/scheduler/job-id.js';
 import { readLiveJob } from '../../src/scheduler/bullmq/bull-reads.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { createWorker, type Handler } from '../../src/scheduler/worker.js';
+import { createWorker, type Handler } from '../../src/scheduler/requeue-worker.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
 import { startService } from '../../workers/service/service.js';
 import { onCleanup } from '../harness/cleanup.js';

@@ -8,7 +8,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import { createQueue } from '../../src/scheduler/queue.js';
-import { createWorker } from '../../src/scheduler/worker.js';
+import { createWorker } from '../../src/scheduler/requeue-worker.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { WorkerEventLog } from '../harness/worker-events.js';

@@ -14,7 +14,7 @@ import { createLogger } from '../../src/config/logger.js';
 import { bullKeys } from '../../src/scheduler/bullmq/bull-keys.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { promoteRetries } from '../../src/scheduler/bullmq/retry-promoter.js';
-import { createWorker, type RequeueWorker } from '../../src/scheduler/worker.js';
+import { createWorker, type RequeueWorker } from '../../src/scheduler/requeue-worker.js';
 import type { RetryOrder } from '../../src/scheduler/worker-options.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { bullPrefixOf, cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';

@@ -10,7 +10,7 @@ import {
   type Handler,
   type RequeueWorker,
   type WorkerOptions,
-} from '../../src/scheduler/worker.js';
+} from '../../src/scheduler/requeue-worker.js';
 import { ManualClock } from '../../src/util/fake-clock.js';
 import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';

@@ -29,7 +29,7 @@ import {
   jsonDeeperThan,
   type IntakeServer,
 } from '../../workers/service/http.js';
-import { webhookJobSchema } from '../../workers/webhook/worker.js';
+import { webhookJobSchema } from '../../workers/webhook/webhook-worker.js';
 import { jobIdForKey, keyForJobId, keyIdPrefix } from '../../src/scheduler/job-id.js';
 import { reservedNames } from '../harness/reserved-names.js';
 
@@ -1166,7 +1166,7 @@ describe('worker adaptiveConcurrency options', () => {
     ['a number', 5, /^worker\.adaptiveConcurrency: .*expected object/],
   ];
   it.each(adaptiveCases)('%s', async (_label, adaptiveConcurrency, message) => {
-    const { createWorker } = await import('../../src/scheduler/worker.js');
+    const { createWorker } = await import('../../src/scheduler/requeue-worker.js');
     let thrown: unknown;
     try {
       createWorker('ok', async () => undefined, {
@@ -1193,7 +1193,7 @@ describe('worker clock options', () => {
     ['clockCheckIntervalMs NaN', { clockCheckIntervalMs: NaN }, /^worker\.clockCheckIntervalMs: /],
   ];
   it.each(clockCases)('%s', async (_label, options, message) => {
-    const { createWorker } = await import('../../src/scheduler/worker.js');
+    const { createWorker } = await import('../../src/scheduler/requeue-worker.js');
     let thrown: unknown;
     try {
       createWorker('ok', async () => undefined, { connection: 'redis://127.0.0.1:1', ...options });

@@ -27,7 +27,7 @@ import {
   type WindowHash,
 } from '../../src/policy/window.js';
 import { seededRandom } from '../../src/util/random.js';
-import { webhookBreakerDefaults } from '../../workers/webhook/worker.js';
+import { webhookBreakerDefaults } from '../../workers/webhook/webhook-worker.js';
 
 /** The reference time of these tests. */
 const T0 = Date.UTC(2025, 0, 1, 12, 0, 0);

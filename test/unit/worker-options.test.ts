@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors/config-error.js';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
-import { createWorker } from '../../src/scheduler/worker.js';
+import { createWorker } from '../../src/scheduler/requeue-worker.js';
 
 /** Checked before any connection is opened: these never touch Redis. */
 describe('a worker refuses bad options with one line naming the field', () => {

@@ -14,7 +14,7 @@ import { limits } from '../../src/policy/limits.js';
 import { checkQueueSet, queueNameSchema } from '../../src/policy/queue-name.js';
 import { retryPolicySchema } from '../../src/policy/retry-policy.js';
 import { retryOrderSchema } from '../../src/scheduler/worker-options.js';
-import { webhookBreakerDefaults } from '../webhook/worker.js';
+import { webhookBreakerDefaults } from '../webhook/webhook-worker.js';
 
 /**
  * The webhook breaker's options as given: checked as the breaker will use

@@ -4,7 +4,11 @@ import { checkRedis } from '../../src/redis/check-redis.js';
 import { connectRedis, type RedisClient } from '../../src/redis/connection.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
-import { createWorker, type Handler, type RequeueWorker } from '../../src/scheduler/worker.js';
+import {
+  createWorker,
+  type Handler,
+  type RequeueWorker,
+} from '../../src/scheduler/requeue-worker.js';
 import { withDeadline } from '../../src/util/lifecycle.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
 import { shutdownBudget, type ShutdownBudget } from '../../src/util/signals.js';

@@ -20,7 +20,7 @@ import { redactText } from '../../src/util/redact.js';
 import { checkRedis } from '../../src/redis/check-redis.js';
 import { connectRedis, defaultRedisUrl } from '../../src/redis/connection.js';
 import { metricsEnvShape, serveMetrics } from '../../src/scheduler/metrics-server.js';
-import type { RequeueWorker } from '../../src/scheduler/worker.js';
+import type { RequeueWorker } from '../../src/scheduler/requeue-worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 import { createStreamConsumer } from './consumer.js';

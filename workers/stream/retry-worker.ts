@@ -4,7 +4,7 @@ import {
   type RequeueJob,
   type RequeueWorker,
   type WorkerOptions,
-} from '../../src/scheduler/worker.js';
+} from '../../src/scheduler/requeue-worker.js';
 import type { StreamFields, StreamHandler, StreamMessage } from './message.js';
 import {
   defaultRetryQueueName,

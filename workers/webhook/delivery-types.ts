@@ -1,7 +1,7 @@
 /** What a webhook delivery takes and gives: the job's part, one attempt's details, a success. */
 import type { WebhookSecret } from './signature.js';
 
-/** What a delivery needs from a webhook job (see `webhookJobSchema` in `worker.ts`). */
+/** What a delivery needs from a webhook job (see `webhookJobSchema` in `webhook-worker.ts`). */
 export interface WebhookDelivery {
   endpoint: {
     id: string;

@@ -33,12 +33,12 @@ export {
   WebhookWorker,
   webhookJobKey,
   webhookJobSchema,
-} from './worker.js';
+} from './webhook-worker.js';
 export type {
   EnqueueWebhookOptions,
   WebhookJob,
   WebhookJobInput,
   WebhookWorkerOptions,
-} from './worker.js';
+} from './webhook-worker.js';
 export { EndpointStore } from '../../src/redis/endpoint-store.js';
 export type { DisabledEndpoint, EndpointStoreOptions } from '../../src/redis/endpoint-store.js';

@@ -38,8 +38,8 @@ import { redactText } from '../../src/util/redact.js';
 import { defaultRedisUrl } from '../../src/redis/connection.js';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { metricsEnvShape, serveMetrics } from '../../src/scheduler/metrics-server.js';
-import type { RequeueWorker } from '../../src/scheduler/worker.js';
-import { createWebhookWorker, webhookWorkerDefaults } from './worker.js';
+import type { RequeueWorker } from '../../src/scheduler/requeue-worker.js';
+import { createWebhookWorker, webhookWorkerDefaults } from './webhook-worker.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 
 const flag = z

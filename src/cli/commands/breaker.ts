@@ -5,7 +5,7 @@ import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
 import { BreakerStore, breakerStatusView, type BreakerStatus } from '../../redis/breaker-store.js';
 import { BudgetStore, type BudgetStatus } from '../../redis/budget-store.js';
 import { PauseStore } from '../../redis/pause-store.js';
-import { queueBreakerKey } from '../../scheduler/worker.js';
+import { queueBreakerKey } from '../../scheduler/requeue-worker.js';
 import { CliUsageError, parseJsonFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { printTable } from '../table.js';

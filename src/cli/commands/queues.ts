@@ -6,7 +6,7 @@ import { isCluster, type RedisClient } from '../../redis/connection.js';
 import { bullPrefix } from '../../redis/keys.js';
 import { discoverQueues } from '../../redis/queue-discovery.js';
 import { queueCounts } from '../../scheduler/queue.js';
-import { queueBreakerKey } from '../../scheduler/worker.js';
+import { queueBreakerKey } from '../../scheduler/requeue-worker.js';
 import { type RedisFlags, withCliRedis, withRedisOption } from '../connection-flag.js';
 import { formatTable } from '../table.js';
 

@@ -6,7 +6,7 @@ import { limits } from '../../policy/limits.js';
 import { parseRetryPolicy } from '../../policy/retry-policy.js';
 import { checkRedis } from '../../redis/check-redis.js';
 import { defaultMetricsHost, serveMetrics } from '../../scheduler/metrics-server.js';
-import { createWorker, type Handler } from '../../scheduler/worker.js';
+import { createWorker, type Handler } from '../../scheduler/requeue-worker.js';
 import type { RetryOrder } from '../../scheduler/worker-options.js';
 import { loadHandlerModule } from '../../util/load-module.js';
 import { closeOnSignal } from '../../util/signals.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { breakerStatusView } from '../../../src/redis/breaker-store.js';
-import { queueBreakerKey } from '../../../src/scheduler/worker.js';
+import { queueBreakerKey } from '../../../src/scheduler/requeue-worker.js';
 import type { AdminPluginOptions } from './context.js';
 import { breakerCloseBody, breakerKeyBody, limitsQuery, queueParams } from './schemas.js';
 

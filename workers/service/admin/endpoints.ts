@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { breakerStatusView } from '../../../src/redis/breaker-store.js';
 import { EndpointStore } from '../../../src/redis/endpoint-store.js';
-import { queueBreakerKey } from '../../../src/scheduler/worker.js';
+import { queueBreakerKey } from '../../../src/scheduler/requeue-worker.js';
 import { HttpError } from '../http.js';
 import type { AdminPluginOptions, QueueStores } from './context.js';
 import { endpointDisableBody, endpointParams, queueParams } from './schemas.js';

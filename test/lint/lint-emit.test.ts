@@ -29,8 +29,8 @@ export class Consumer extends EventEmitter {
 describe('the plain-emit lint rule', () => {
   it.each([
     'workers/stream/consumer.ts',
-    'workers/webhook/worker.ts',
-    'src/scheduler/worker.ts',
+    'workers/webhook/webhook-worker.ts',
+    'src/scheduler/requeue-worker.ts',
     // A per-job file, whose own no-restricted-syntax rule must not replace this one.
     'src/scheduler/attempt/run-attempt.ts',
     'src/cli/commands/new-command.ts',

@@ -25,7 +25,7 @@ async function flagged(specifier: string, path: string, typeOnly = false): Promi
 describe('the bottom-layer import rule', () => {
   it.each([
     ['src/util/new-helper.ts', '../policy/retry-policy.js'],
-    ['src/util/new-helper.ts', '../scheduler/worker.js'],
+    ['src/util/new-helper.ts', '../scheduler/requeue-worker.js'],
     ['src/util/new-helper.ts', '../config/env.js'],
     ['src/util/new-helper.ts', '../../workers/service/http.js'],
     ['src/util/new-helper.ts', '../index.js'],
@@ -72,7 +72,7 @@ describe('the bottom-layer import rule', () => {
 describe('the simulator is pure but not policy (issue 23, item 4)', () => {
   it.each([
     ['src/simulate/new-scenario.ts', '../redis/keys.js'],
-    ['src/simulate/new-scenario.ts', '../scheduler/worker.js'],
+    ['src/simulate/new-scenario.ts', '../scheduler/requeue-worker.js'],
     ['src/simulate/new-scenario.ts', '../cli/program.js'],
     ['src/simulate/outage/new-part.ts', 'node:fs'],
     ['src/simulate/outage/new-part.ts', 'ioredis'],

@@ -10,7 +10,11 @@ import type { AddedJob, AddOptions, RequeueQueue } from '../../src/scheduler/que
 import type { BreakerOptionsInput } from '../../src/policy/breaker/breaker-options.js';
 import { limits } from '../../src/policy/limits.js';
 import type { AdaptiveConcurrencyInput } from '../../src/policy/limit/limit-options.js';
-import { RequeueWorker, type RequeueJob, type WorkerOptions } from '../../src/scheduler/worker.js';
+import {
+  RequeueWorker,
+  type RequeueJob,
+  type WorkerOptions,
+} from '../../src/scheduler/requeue-worker.js';
 import { defaultSecretHeaders } from '../../src/util/redact.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
 import { deliverWebhook, WebhookDeliveryError, type DeliveryResult } from './deliver.js';
