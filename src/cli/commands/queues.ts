@@ -1,9 +1,8 @@
-import { newBullQueue } from '../../scheduler/bullmq/bull-queue.js';
+import { readOnlyBullQueue } from '../../scheduler/bullmq/bull-queue.js';
 import type { Command } from 'commander';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
 import { BreakerStore } from '../../redis/breaker-store.js';
-import { isCluster, type RedisClient } from '../../redis/connection.js';
-import { bullPrefix } from '../../redis/keys.js';
+import type { RedisClient } from '../../redis/connection.js';
 import { discoverQueues } from '../../redis/queue-discovery.js';
 import { queueCounts } from '../../scheduler/queue.js';
 import { queueBreakerKey } from '../../scheduler/requeue-worker.js';
@@ -71,14 +70,7 @@ export function registerQueues(program: Command): void {
 
 /** One queue's counts, workers and breaker. Reads only. */
 async function summarize(redis: RedisClient, name: string): Promise<QueueSummary> {
-  // skipMetasUpdate: a BullMQ Queue would otherwise write its meta when made.
-  const queue = newBullQueue(name, {
-    connection: redis,
-    prefix: bullPrefix(name, isCluster(redis)),
-    skipMetasUpdate: true,
-  });
-  // A lost connection fails the reads below; the queue need not re-emit it.
-  queue.on('error', () => undefined);
+  const queue = readOnlyBullQueue(name, redis);
   try {
     const [counts, workers, breaker] = await Promise.all([
       queueCounts(queue, name, redis),

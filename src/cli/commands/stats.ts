@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { isCluster } from '../../redis/connection.js';
-import { bullPrefix } from '../../redis/keys.js';
-import { newBullQueue } from '../../scheduler/bullmq/bull-queue.js';
+import { readOnlyBullQueue } from '../../scheduler/bullmq/bull-queue.js';
 import { queueCounts } from '../../scheduler/queue.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { requireKnownQueue } from '../known-queue.js';
@@ -17,15 +15,7 @@ export function registerStats(program: Command): void {
   ).action(async (queueName: string, opts) => {
     await withCliRedis(opts, async (redis) => {
       await requireKnownQueue(redis, queueName);
-      // Looking never writes: a BullMQ Queue records its meta (version, event
-      // stream length) when made, and would even create a typo's queue.
-      const queue = newBullQueue(queueName, {
-        connection: redis,
-        prefix: bullPrefix(queueName, isCluster(redis)),
-        skipMetasUpdate: true,
-      });
-      // A lost connection fails the count below; the queue need not re-emit it.
-      queue.on('error', () => undefined);
+      const queue = readOnlyBullQueue(queueName, redis);
       try {
         const counts = await queueCounts(queue, queueName, redis);
         if (opts.json) {

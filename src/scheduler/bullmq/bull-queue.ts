@@ -1,4 +1,6 @@
 import { DelayedError, Queue, type QueueOptions } from 'bullmq';
+import { isCluster, type RedisClient } from '../../redis/connection.js';
+import { bullPrefix } from '../../redis/keys.js';
 import { assertSupportedBullmq } from './version.js';
 
 /**
@@ -11,6 +13,22 @@ import { assertSupportedBullmq } from './version.js';
 export function newBullQueue(name: string, opts: QueueOptions): Queue {
   assertSupportedBullmq();
   return new Queue(name, opts);
+}
+
+/**
+ * A BullMQ `Queue` for reading `name` on `redis` (the CLI's views). Looking
+ * never writes: a BullMQ Queue records its meta (version, event stream
+ * length) when made, and would even create a typo's queue. A lost connection
+ * fails the reads themselves; the queue need not re-emit it.
+ */
+export function readOnlyBullQueue(name: string, redis: RedisClient): Queue {
+  const queue = newBullQueue(name, {
+    connection: redis,
+    prefix: bullPrefix(name, isCluster(redis)),
+    skipMetasUpdate: true,
+  });
+  queue.on('error', () => undefined);
+  return queue;
 }
 
 /**
