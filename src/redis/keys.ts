@@ -94,6 +94,13 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     limit: (key: string) => `${base}:limit:${key}`,
     /** Sorted set: a key's leases under its limit, token → expiry (ms). */
     limitLeases: (key: string) => `${base}:limit-leases:${key}`,
+    /**
+     * Sorted set: keys with parked jobs (their bulkhead or limit full), scored
+     * by when their list was last touched (ms). @see src/scheduler/bullmq/key-parking.ts
+     */
+    parkedKeys: `${base}:parked`,
+    /** List: a key's parked job ids, oldest first; removed when empty. */
+    parkedPrefix: `${base}:parked:`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */

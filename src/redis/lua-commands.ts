@@ -25,6 +25,7 @@ export const scriptNames = [
   'fairTrim',
   'limitAcquire',
   'limitRelease',
+  'parkKey',
   'pauseKey',
   'promoteRetries',
   'purgeDead',
@@ -32,6 +33,7 @@ export const scriptNames = [
   'replayDead',
   'startLife',
   'trimDeadBatch',
+  'unparkKeys',
 ] as const;
 
 /** The name of one of requeue's Lua scripts. */
@@ -203,6 +205,31 @@ export async function fairTrim(
   fair: string,
 ): Promise<number> {
   return one('fairTrim', await run(redis, 'fairTrim', [prioritized, fair], []), int, 'an integer');
+}
+
+/** Parks a saturated key's fetched job and its waiting jobs near the head: how many waiting ones. */
+export async function parkKey(
+  redis: RedisClient,
+  keys: [parkedList: string, parkedIndex: string, prioritized: string, delayed: string],
+  // prettier-ignore
+  args: [jobPrefix: string, id: string, key: string, dueAtMs: number, nowMs: number, lookAt: number, backstopMs: number],
+): Promise<number> {
+  return one('parkKey', await run(redis, 'parkKey', keys, args), int, 'an integer');
+}
+
+/** What `unparkKeys` returns: jobs released, keys touched, jobs still parked in those keys. */
+export type UnparkReply = [released: number, keys: number, parked: number];
+
+/** Releases parked jobs: `count` of `key`'s, or one of each key idle since `staleBeforeMs` (key ''). */
+export async function unparkKeys(
+  redis: RedisClient,
+  // prettier-ignore
+  keys: [parkedIndex: string, delayed: string, prioritized: string, priorityCounter: string, marker: string, meta: string, events: string, active: string, wait: string],
+  // prettier-ignore
+  args: [jobPrefix: string, parkedListPrefix: string, nowMs: number, key: string, count: number, staleBeforeMs: number],
+): Promise<UnparkReply> {
+  const reply = await run(redis, 'unparkKeys', keys, args);
+  return tuple<UnparkReply>('unparkKeys', reply, [int, int, int], '3 integers');
 }
 
 type LimitKeys = [limitKeys: string, limit: string, leases: string];

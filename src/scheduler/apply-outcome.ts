@@ -9,6 +9,7 @@ import { deadLetter } from './dlq/dead-letter-move.js';
 import type { TypedEmitter, WorkerEvents } from './events.js';
 import type { FetchPause } from './bullmq/fetch-pause.js';
 import type { JobMoves } from './bullmq/job-moves.js';
+import type { KeyGate } from './key-gate.js';
 
 /**
  * What the processor throws once requeue has moved the job itself: BullMQ
@@ -24,6 +25,8 @@ export interface ApplyContext {
   readonly moves: JobMoves;
   readonly dlq: DeadLetterQueue;
   readonly gate: BreakerGate;
+  /** The bulkheads, and the parking of full keys' jobs. */
+  readonly keys: KeyGate;
   readonly fetch: FetchPause;
   readonly events: TypedEmitter<WorkerEvents>;
   readonly logger: Logger;
@@ -31,13 +34,6 @@ export interface ApplyContext {
   readonly onDead: ((record: DeadJobRecord) => void | Promise<void>) | undefined;
   /** Called after each death (the worker applies the DLQ retention now and then). */
   readonly afterDeath: () => void;
-}
-
-/** How long a slot that just put back a saturated key's job waits before the next fetch. */
-export const saturatedHoldMs = 25;
-
-function holdSlot(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /**
@@ -93,7 +89,17 @@ export async function applyOutcome(
           const isolated = ctx.gate.stateOf(attempt.key)?.isolated;
           ctx.fetch.pause(isolated ? Number.POSITIVE_INFINITY : attempt.retryAt);
         }
-        await ctx.moves.delay(job, token, attempt.state, attempt.retryAt - now, now, false);
+        // A full key's job dispatched fairly (BullMQ's prioritized set) is parked
+        // until a slot of its key frees, not put back on a timer: put back, it
+        // would come back near the head and be fetched and put back again, as
+        // fast as Redis answers, taking the round trips other keys' jobs need.
+        // First in, first out, putting back is how the worker gets past a
+        // saturated key's jobs to the others': it stays.
+        const parking = attempt.reason === 'bulkhead' && job.priority > 0 && ctx.keys.parking;
+        const key = attempt.key;
+        if (parking)
+          await parking.park(job, token, attempt.state, key, () => ctx.keys.runningOf(key));
+        else await ctx.moves.delay(job, token, attempt.state, attempt.retryAt - now, now, false);
         ctx.events.safeEmit(ctx.logger, 'job:deferred', {
           queue: ctx.queue,
           jobId,
@@ -101,13 +107,6 @@ export async function applyOutcome(
           key: attempt.key,
           reason: attempt.reason,
         });
-        // Its key is full and it was dispatched fairly (BullMQ's prioritized set):
-        // it comes back near the head, so this slot waits a moment before BullMQ
-        // fetches with it again, or a worker with free slots fetches and puts back
-        // that key's jobs as fast as Redis answers, taking the CPU and round trips
-        // other keys' jobs need. First in, first out, putting back is how the
-        // worker gets past a saturated key's jobs to the others': no wait there.
-        if (attempt.reason === 'bulkhead' && job.priority > 0) await holdSlot(saturatedHoldMs);
         break;
       }
       case 'dead': {

@@ -3,6 +3,8 @@ import type { Logger } from '../config/logger.js';
 import { followChannel, type Follower } from '../redis/follow-channel.js';
 import { PauseStore, type PauseMessage } from '../redis/pause-store.js';
 import type { Clock } from '../util/system.js';
+import type { JobMoves } from './bullmq/job-moves.js';
+import { KeyParking } from './bullmq/key-parking.js';
 
 /**
  * What keeps one key (a webhook endpoint, a tenant) from slowing the others,
@@ -12,18 +14,28 @@ import type { Clock } from '../util/system.js';
  * - pauses: a key paused until a time (its 429's `Retry-After`) holds back
  *   its jobs on every worker. Pauses are kept in Redis and cached here, kept
  *   current by pub/sub (and a reload every few seconds), so checking costs no
- *   round trip.
+ *   round trip;
+ * - parking: a dispatch-keyed job fetched while its key is full waits parked
+ *   until an attempt of that key frees its slot (`bullmq/key-parking.ts`).
  */
 export class KeyGate {
   readonly pauses: PauseStore;
   private readonly running = new Map<string, number>();
   private readonly paused = new Map<string, number>();
   private follower: Follower | undefined;
+  /** Where a full key's jobs wait for its slots, once {@link parkWith} gave the moves. */
+  parking: KeyParking | undefined;
 
   constructor(
     private readonly options: { redis: RedisClient; queue: string; clock: Clock; logger: Logger },
   ) {
     this.pauses = new PauseStore(options.redis, options.queue);
+  }
+
+  /** Parks full keys' jobs with `moves` (BullMQ's keys under `bullPrefix`). */
+  parkWith(moves: JobMoves, bullPrefix: string): void {
+    const { redis, queue, clock, logger } = this.options;
+    this.parking = new KeyParking({ redis, queue, bullPrefix, moves, clock, logger });
   }
 
   /** Subscribes to pauses and loads the current ones. */
@@ -66,16 +78,26 @@ export class KeyGate {
     return true;
   }
 
-  /** Gives back a slot taken by {@link enter}. */
-  leave(key: string): void {
+  /** How many of `key`'s jobs hold a slot of its bulkhead here. */
+  runningOf(key: string): number {
+    return this.running.get(key) ?? 0;
+  }
+
+  /**
+   * Gives back a slot taken by {@link enter}; when the attempt `ran` (its
+   * handler was called), one of the key's parked jobs takes the slot.
+   */
+  leave(key: string, ran = false): void {
     const running = (this.running.get(key) ?? 1) - 1;
     if (running <= 0) this.running.delete(key);
     else this.running.set(key, running);
+    if (ran) this.parking?.freed(key);
   }
 
   async close(): Promise<void> {
     this.follower?.stop();
     this.follower = undefined;
+    await this.parking?.close();
   }
 
   private apply(message: PauseMessage): void {

@@ -61,7 +61,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   readonly breakerOptions: BreakerOptions | undefined;
   readonly budgetOptions: BudgetOptions | undefined;
   readonly gate: BreakerGate;
-  /** Bulkheads and pauses per key. */
+  /** Bulkheads, pauses and parking per key. */
   readonly keys: KeyGate;
   /** The fleet's adaptive concurrency limits per key, when `adaptiveConcurrency` is on. */
   readonly limits: KeyLimits | undefined;
@@ -78,7 +78,6 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   private readonly attemptContext: AttemptContext<T>;
   private readonly applyContext: ApplyContext;
   private readonly started: Promise<void>;
-
   private readonly retention: RetentionKeeper;
   /** Moves due retries ahead of new work (`retryOrder: 'first'`); none with `'fifo'`. */
   private readonly promoter: RetryPromoter | undefined;
@@ -169,6 +168,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       maxStalledCount: 1_000_000,
     });
     this.moves = new JobMoves(redis, this.bull, name);
+    this.keys.parkWith(this.moves, this.bull.opts.prefix ?? 'bull');
     this.promoter = retryPromoterFor(order, {
       redis,
       keys: this.moves.keys,
@@ -223,6 +223,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       moves: this.moves,
       dlq: this.dlq,
       gate: this.gate,
+      keys: this.keys,
       fetch: this.fetch,
       events: this,
       logger: this.logger,
@@ -242,7 +243,6 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         finishedAt: job.finishedOn ?? this.clock.now(),
       });
     });
-    // Fair dispatch's per-key state goes once the queue drains (keys that came and went).
     this.bull.on('drained', () => {
       trimFairState(redis, name, this.bull.opts.prefix ?? 'bull').catch((err: unknown) =>
         this.logger.debug({ err }, 'could not trim fair-dispatch state'),
@@ -271,6 +271,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.retention.start();
     this.clockWatch.start();
     this.promoter?.start();
+    this.keys.parking?.start();
     return this.bull.run();
   }
 

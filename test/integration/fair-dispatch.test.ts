@@ -192,44 +192,7 @@ describe('fair dispatch', () => {
   );
 });
 
-describe('a saturated key at the head of the queue', () => {
-  it('is not fetched and put back as fast as Redis answers (was: thousands of deferrals a second, taking the CPU other keys need)', async () => {
-    const { name, queue } = setup();
-    await addKeyed(queue, 'A', 2_000);
-    const own = connect();
-    onCleanup(() => own.disconnect());
-    let deferrals = 0;
-    let started = 0;
-    const worker: RequeueWorker<Data> = createWorker<Data>(
-      name,
-      async () => {
-        started += 1;
-        await new Promise((resolve) => setTimeout(resolve, 5_000));
-      },
-      {
-        // Its own connection: closed at its deadline with a job still running.
-        connection: own,
-        concurrency: 4,
-        // One of A's jobs at a time: the other three slots can only find A's jobs.
-        keyConcurrency: 1,
-        breakerKey: (job) => job.data.key,
-        logger,
-      },
-    );
-    onCleanup(() => worker.close({ timeoutMs: 1_000 }));
-    worker.on('job:deferred', () => (deferrals += 1));
-    await worker.waitUntilReady();
-    while (started === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-    const from = deferrals;
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const perSecond = deferrals - from;
-    // Three free slots, each waiting 25 ms after a put-back: at most ~120 a
-    // second (a loaded machine does fewer); without the wait, thousands.
-    expect(perSecond).toBeLessThanOrEqual(150);
-    expect(perSecond).toBeGreaterThan(0);
-    expect(started).toBe(1);
-  });
-});
+// A saturated key at the head of the queue: test/integration/key-parking.test.ts.
 
 describe('add options', () => {
   it('an unknown add option is refused in one line naming it (was: `delay` for `delayMs` ignored, the job ran at once)', async () => {

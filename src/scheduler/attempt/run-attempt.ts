@@ -91,7 +91,7 @@ async function admitAndRun<T>(
   } catch (err) {
     throw ctx.leave(err, a.handle.bullJob);
   } finally {
-    if (a.entered) ctx.keys.leave(a.key!);
+    if (a.entered) ctx.keys.leave(a.key!, a.startedAt !== 0);
     if (a.lease !== undefined) ctx.limits!.release(a.lease, settled);
   }
 }
