@@ -34,7 +34,7 @@ describe('adaptive concurrency options', () => {
       additiveIncrease: 1,
       backoffRatio: 0.7,
       recoveryMs: 2_000,
-      pauseAfter429s: 3,
+      pauseAfter429s: 5,
       pauseRetryAfterMs: 30_000,
       idleMs: 600_000,
     });

@@ -15,15 +15,15 @@ const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 const o = parseAdaptiveConcurrency({});
 
 describe('a 429: the job waits, the key pauses whole only when it keeps answering 429 (reactToThrottle)', () => {
-  it('one 429, or two in a row, slows the key down and pauses nothing', () => {
-    for (const throttles of [1, 2])
+  it('up to four 429s in a row slow the key down and pause nothing', () => {
+    for (const throttles of [1, 2, 3, 4])
       expect(reactToThrottle({ throttles, retryAfterMs: 1_000, now: T0 }, o)).toEqual({
         action: 'slow-down',
       });
   });
 
-  it('the third 429 in a row (no success between) pauses the whole key until its Retry-After', () => {
-    expect(reactToThrottle({ throttles: 3, retryAfterMs: 1_000, now: T0 }, o)).toEqual({
+  it('the fifth 429 in a row (no success between) pauses the whole key until its Retry-After', () => {
+    expect(reactToThrottle({ throttles: 5, retryAfterMs: 1_000, now: T0 }, o)).toEqual({
       action: 'pause',
       until: T0 + 1_000,
       because: 'streak',
@@ -35,12 +35,12 @@ describe('a 429: the job waits, the key pauses whole only when it keeps answerin
 
   it('without a Retry-After the streak pauses for throttlePauseMs (1 s)', () => {
     expect(throttlePauseMs).toBe(1_000);
-    expect(reactToThrottle({ throttles: 3, retryAfterMs: undefined, now: T0 }, o)).toEqual({
+    expect(reactToThrottle({ throttles: 5, retryAfterMs: undefined, now: T0 }, o)).toEqual({
       action: 'pause',
       until: T0 + 1_000,
       because: 'streak',
     });
-    expect(reactToThrottle({ throttles: 2, retryAfterMs: undefined, now: T0 }, o).action).toBe(
+    expect(reactToThrottle({ throttles: 4, retryAfterMs: undefined, now: T0 }, o).action).toBe(
       'slow-down',
     );
   });

@@ -44,9 +44,9 @@ export const adaptiveConcurrencySchema = z
      * 429s in a row, fleet-wide, with no success between, after which the
      * key is paused whole until the last one's `Retry-After` (1 s without
      * one); below it a 429 holds back only its own job and cuts the limit.
-     * @defaultValue `3`
+     * @defaultValue `5`
      */
-    pauseAfter429s: z.number().int().min(1).max(1_000).default(3),
+    pauseAfter429s: z.number().int().min(1).max(1_000).default(5),
     /**
      * A 429 whose `Retry-After` is at least this long pauses the whole key at
      * once: the receiver is asking everyone to stay away. @defaultValue `30_000`
