@@ -36,12 +36,13 @@ export interface KeyLimitView {
 
 /**
  * The fleet's adaptive concurrency limits, per key, in Redis. Per key: a
- * hash of three fields (the learned limit, its threshold, its last decrease)
- * and a sorted set of leases (token → expiry, so a crashed worker's places
+ * hash of five fields (the learned limit, its threshold, its last decrease,
+ * the limit a 429 cut while it recovers, the key's 429s in a row) and a
+ * sorted set of leases (token → expiry, so a crashed worker's places
  * come back by themselves); a queue-wide sorted set indexes the keys that
  * have either. `acquire` and `release` are one script each. A key whose
- * leases are all back and whose limit is at `initial` or above has no state
- * at all. Measured (`MEMORY USAGE`, Redis 7, a 19-character key): the hash
+ * leases are all back, whose limit is at `initial` or above and whose last
+ * answer was not a 429 has no state at all. Measured (`MEMORY USAGE`, Redis 7, a 19-character key): the hash
  * 136 bytes, the lease set 152 bytes plus 34 per lease, and one index member.
  */
 export class LimitStore {
@@ -81,7 +82,7 @@ export class LimitStore {
     p: LimitParams,
     atMs?: number,
   ): Promise<LimitState & { inFlight: number }> {
-    const [limit, threshold, decreasedAt, inFlight] = await lua.limitRelease(
+    const [limit, threshold, decreasedAt, inFlight, peak, throttles] = await lua.limitRelease(
       this.redis,
       this.keysOf(key),
       [
@@ -98,9 +99,10 @@ export class LimitStore {
         p.latencyTargetMs,
         p.idleMs,
         atMs ?? '',
+        p.recoveryMs,
       ],
     );
-    return { limit, threshold, decreasedAt, inFlight };
+    return { limit, threshold, decreasedAt, inFlight, peak, throttles };
   }
 
   /** How many keys have state (the index's size; reads only). */

@@ -258,7 +258,7 @@ export async function limitAcquire(
   );
 }
 
-/** Gives a place back and updates the limit: [limit, threshold, decreasedAt, in flight]. */
+/** Gives a place back and updates the limit: [limit, threshold, decreasedAt, in flight, peak, throttles]. */
 export async function limitRelease(
   redis: RedisClient,
   keys: LimitKeys,
@@ -276,14 +276,24 @@ export async function limitRelease(
     latencyTargetMs: number,
     idleMs: number,
     atMs: number | '',
+    recoveryMs: number,
   ],
-): Promise<[limit: number, threshold: number, decreasedAt: number, inFlight: number]> {
+): Promise<
+  [
+    limit: number,
+    threshold: number,
+    decreasedAt: number,
+    inFlight: number,
+    peak: number,
+    throttles: number,
+  ]
+> {
   const reply = await run(redis, 'limitRelease', keys, args);
-  return tuple<[number, number, number, number]>(
+  return tuple<[number, number, number, number, number, number]>(
     'limitRelease',
     reply,
-    [numeric, numeric, int, int],
-    'a number, a number, an integer, an integer',
+    [numeric, numeric, int, int, numeric, int],
+    'a number, a number, an integer, an integer, a number, an integer',
   );
 }
 

@@ -11,7 +11,7 @@ import { KeyParking } from './bullmq/key-parking.js';
  * besides its breaker:
  * - a bulkhead: at most a bounded number of a key's jobs run at once in this
  *   process, so a hanging key holds only its share of the slots;
- * - pauses: a key paused until a time (its 429's `Retry-After`) holds back
+ * - pauses: a key paused until a time (a `Retry-After`) holds back
  *   its jobs on every worker. Pauses are kept in Redis and cached here, kept
  *   current by pub/sub (and a reload every few seconds), so checking costs no
  *   round trip;

@@ -82,6 +82,24 @@ export class KeyLimits {
     this.pending.add(sent);
   }
 
+  /**
+   * Gives `lease` back at once for an attempt answered 429 (`throttled`: the
+   * limit is cut and recovers along CUBIC's curve) and answers the key's
+   * 429s in a row, fleet-wide, this one included; undefined when Redis
+   * failed (the lease then expires by itself).
+   */
+  async throttled(lease: Lease): Promise<number | undefined> {
+    const latencyMs = Math.max(0, this.options.clock.now() - lease.localStart);
+    const sample = { signal: 'throttled' as const, latencyMs, startedAt: lease.startedAt };
+    try {
+      return (await this.store.release(lease.key, lease.token, sample, this.options.params))
+        .throttles;
+    } catch (err) {
+      this.options.logger.warn({ err, key: lease.key }, 'could not give back a concurrency lease');
+      return undefined;
+    }
+  }
+
   /** Waits for the leases being given back. */
   async close(): Promise<void> {
     await Promise.allSettled([...this.pending]);

@@ -60,7 +60,7 @@ export interface WorkerOptions<T = unknown> {
   /**
    * A key per job (e.g. a webhook endpoint): the breaker is kept per key
    * instead of one for the queue, and each key has its own bulkhead
-   * (`keyConcurrency`) and its own pause (a 429's `Retry-After`,
+   * (`keyConcurrency`) and its own pause (a `Retry-After`,
    * `job.pauseKey()`), so an open, paused or saturated key holds back only its
    * own jobs. `undefined` for a job gives it none of these.
    */

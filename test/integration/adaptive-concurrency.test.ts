@@ -10,6 +10,7 @@ import { createLogger } from '../../src/config/logger.js';
 import { parseAdaptiveConcurrency } from '../../src/policy/limit/limit-options.js';
 import { requeueKeys } from '../../src/redis/keys.js';
 import { LimitStore, type Acquired } from '../../src/redis/limit-store.js';
+import { PauseStore } from '../../src/redis/pause-store.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { createWorker, type RequeueWorker } from '../../src/scheduler/requeue-worker.js';
 import { parseJobState } from '../../src/policy/job-state.js';
@@ -202,7 +203,7 @@ describe('adaptive concurrency per key, shared by the fleet', () => {
   });
 
   it(
-    'after a 429 pause the endpoint’s limit restarts at 1 and recovers by slow start, not all at once (webhook worker defaults)',
+    'an endpoint that keeps answering 429 has its limit cut and is paused whole; then its limit comes back along CUBIC’s curve, not all at once (webhook worker defaults)',
     { timeout: 60_000 },
     async () => {
       const dep = await dependency(1_000, 100);
@@ -224,16 +225,27 @@ describe('adaptive concurrency per key, shared by the fleet', () => {
           event: { id: `e-${i}`, type: 't', payload: {} },
         });
       // Warm up: the limit climbs past its start (10) while the endpoint keeps up.
-      for (let i = 0; i < 100; i += 1) await enqueue(i);
+      for (let i = 0; i < 200; i += 1) await enqueue(i);
       await until(() => dep.arrivals.length >= 60, 20_000, 'the first deliveries');
-      dep.limiting = true;
-      await until(() => dep.arrivals.some((a) => a.status === 429), 10_000, 'a 429');
       const store = new LimitStore(admin, name);
+      const [before] = await store.list();
+      dep.limiting = true;
+      const pauses = new PauseStore(admin, name);
+      let paused: { key: string; until: number }[] = [];
+      await until(() => dep.arrivals.some((a) => a.status === 429), 10_000, 'a 429');
+      for (let i = 0; i < 100 && paused.length === 0; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        paused = await pauses.list();
+      }
       const [afterPause] = await store.list();
       dep.limiting = false;
-      expect(afterPause).toMatchObject({ key: 'ep', limit: 1 });
+      // Every answer a 429: paused whole after pauseAfter429s (5) in a row, until its Retry-After.
+      expect(paused.map((p) => p.key)).toEqual(['ep']);
+      // Cut by ×0.7 once per round trip (the 429s in flight together are one cut), never to the floor.
+      expect(afterPause!.limit!).toBeLessThanOrEqual(before!.limit! * 0.7 + 1e-9);
+      expect(afterPause!.limit!).toBeGreaterThan(1);
       const limited = dep.arrivals.findLastIndex((a) => a.status === 429);
-      for (let i = 100; i < events; i += 1) await enqueue(i);
+      for (let i = 200; i < events; i += 1) await enqueue(i);
       await until(
         () => dep.arrivals.filter((a) => a.status === 200).length >= events,
         40_000,
@@ -244,13 +256,12 @@ describe('adaptive concurrency per key, shared by the fleet', () => {
       const peakWithin = (ms: number) =>
         Math.max(...resumed.filter((a) => a.at - start < ms).map((a) => a.inFlight));
       console.log(
-        `[adaptive 429] limit after the pause ${JSON.stringify(afterPause)}; in flight at ` +
-          `+100 ms ${peakWithin(100)}, +300 ms ${peakWithin(300)}, +1 s ${peakWithin(1_000)}, ` +
+        `[adaptive 429] limit before ${JSON.stringify(before)}, after the 429s ${JSON.stringify(afterPause)}; ` +
+          `in flight at +100 ms ${peakWithin(100)}, +300 ms ${peakWithin(300)}, +1 s ${peakWithin(1_000)}, ` +
           `+3 s ${peakWithin(3_000)}`,
       );
-      // One at a time at first, then more as deliveries succeed: gradually.
-      expect(peakWithin(100)).toBeLessThanOrEqual(2);
-      expect(peakWithin(3_000)).toBeGreaterThanOrEqual(6);
+      // At the cut limit at first, then more as the curve climbs: gradually.
+      expect(peakWithin(100)).toBeLessThanOrEqual(Math.floor(afterPause!.limit!) + 1);
       expect(peakWithin(3_000)).toBeGreaterThan(peakWithin(100));
     },
   );

@@ -29,6 +29,7 @@ const params = fc
     latencyTargetMs: fc.integer({ min: 1, max: 1_000 }),
     additiveIncrease: fc.double({ min: 0.01, max: 5, noNaN: true }),
     backoffRatio: fc.double({ min: 0.05, max: 0.95, noNaN: true }),
+    recoveryMs: fc.integer({ min: 1, max: 400 }),
   })
   .map(({ floor, span, at, ...rest }): LimitParams => ({
     ...parseAdaptiveConcurrency({}),
@@ -48,7 +49,7 @@ type Op =
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({
     kind: fc.constant('round' as const),
-    signal: fc.constantFrom<LimitSignal>('success', 'success', 'overload', 'pause'),
+    signal: fc.constantFrom<LimitSignal>('success', 'success', 'overload', 'throttled', 'pause'),
     advanceMs: fc.integer({ min: 1, max: 50 }),
   }),
   fc.record({ kind: fc.constant('acquire' as const), advanceMs: fc.integer({ min: 0, max: 50 }) }),
@@ -60,6 +61,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       'success',
       'success',
       'overload',
+      'throttled',
+      'throttled',
       'pause',
       'neutral',
     ),
@@ -70,7 +73,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 
 describe('the limit scripts agree with src/policy/limit/aimd.ts', () => {
   it(
-    'random acquires and releases: same admissions, same limit, threshold and last decrease as the pure model',
+    'random acquires and releases: same admissions, same limit, threshold, last decrease, peak and 429 streak as the pure model',
     { timeout: 120_000 },
     async () => {
       const name = uniqueQueueName('limit-prop');
@@ -104,7 +107,7 @@ describe('the limit scripts agree with src/policy/limit/aimd.ts', () => {
               model = nextLimit(model, { ...sample, inFlight, now }, p);
               expect({ ...got }).toEqual({ ...model, inFlight: held.length });
               // Nothing left to remember: nothing stored.
-              if (held.length === 0 && model.limit >= p.initial) {
+              if (held.length === 0 && model.limit >= p.initial && model.throttles === 0) {
                 expect(await redis.exists(keys.limit('k'), keys.limitLeases('k'))).toBe(0);
                 expect(await redis.zscore(keys.limitKeys, 'k')).toBeNull();
                 model = initialLimitState(p);

@@ -147,7 +147,7 @@ describe('webhook delivery that no endpoint can slow down', () => {
       const deferrals = { pause: 0, bulkhead: 0, breaker: 0 };
       t.worker.on('job:deferred', (e) => (deferrals[e.reason] += 1));
       const started = Date.now();
-      // 100 receivers, 10 deliveries each: each 429 pauses its receiver for a second.
+      // 100 receivers, 10 deliveries each: each 429 holds back its delivery for a second.
       // Enqueued 50 at a time (the adds are pipelined on one connection).
       for (let i = 0; i < 1_000; i += 50)
         await Promise.all(
@@ -196,12 +196,13 @@ describe('webhook delivery that no endpoint can slow down', () => {
     ]);
   });
 
-  it('a 429 with Retry-After pauses the whole endpoint, fleet-wide, and does not trip its breaker', async () => {
+  it('a 429 whose Retry-After reaches pauseRetryAfterMs pauses the whole endpoint, fleet-wide, and does not trip its breaker', async () => {
     const limited = await receiver((res, nth, eventId) => {
       if (eventId === 'evt-0' && nth === 1) return res.writeHead(429, { 'retry-after': '4' }).end();
       return res.writeHead(200).end();
     });
-    const t = setup({ concurrency: 1 });
+    // 4 s stands for the default 30 s; a shorter Retry-After holds back only its own delivery (webhook-throttle.test.ts).
+    const t = setup({ concurrency: 1, adaptiveConcurrency: { pauseRetryAfterMs: 4_000 } });
     await t.worker.waitUntilReady();
     const first = await t.enqueue('rate-limited', limited.url, 'evt-0');
     await until(() => (limited.arrivals.get('evt-0')?.length ?? 0) === 1, 10_000, 'the 429');

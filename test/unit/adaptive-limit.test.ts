@@ -33,6 +33,9 @@ describe('adaptive concurrency options', () => {
       latencyTargetMs: 5_000,
       additiveIncrease: 1,
       backoffRatio: 0.7,
+      recoveryMs: 2_000,
+      pauseAfter429s: 5,
+      pauseRetryAfterMs: 30_000,
       idleMs: 600_000,
     });
     expect(leaseMsOf(defaults, undefined)).toBe(60_000);
@@ -48,6 +51,9 @@ describe('adaptive concurrency options', () => {
     [{ backoffRatio: 1 }, 'adaptiveConcurrency.backoffRatio'],
     [{ latencyTargetMs: 0 }, 'adaptiveConcurrency.latencyTargetMs'],
     [{ leaseMs: 10 }, 'adaptiveConcurrency.leaseMs'],
+    [{ recoveryMs: 0 }, 'adaptiveConcurrency.recoveryMs'],
+    [{ pauseAfter429s: 0 }, 'adaptiveConcurrency.pauseAfter429s'],
+    [{ pauseRetryAfterMs: 1.5 }, 'adaptiveConcurrency.pauseRetryAfterMs'],
     [{ floor: '2' }, 'adaptiveConcurrency.floor'],
     [{ limit: 3 }, 'adaptiveConcurrency: unknown key "limit"'],
   ])('refuses %j with one line naming the field', (input, field) => {
@@ -75,7 +81,7 @@ describe('AIMD limit (nextLimit)', () => {
         initial: floor + Math.floor(at * span),
       }));
     const step = fc.record({
-      signal: fc.constantFrom<LimitSignal>('success', 'overload', 'pause', 'neutral'),
+      signal: fc.constantFrom<LimitSignal>('success', 'overload', 'throttled', 'pause', 'neutral'),
       latencyMs: fc.integer({ min: 0, max: 20_000 }),
       inFlight: fc.integer({ min: 0, max: 400 }),
       ageMs: fc.integer({ min: 0, max: 5_000 }),
@@ -93,6 +99,8 @@ describe('AIMD limit (nextLimit)', () => {
           expect(state.threshold).toBeGreaterThanOrEqual(o.floor);
           expect(state.threshold).toBeLessThanOrEqual(o.ceiling);
           expect(state.decreasedAt).toBeLessThanOrEqual(now);
+          expect(state.peak === 0 || (state.peak >= o.floor && state.peak <= o.ceiling)).toBe(true);
+          expect(state.throttles).toBeGreaterThanOrEqual(0);
           expect(admits(state.limit, o)).toBeGreaterThanOrEqual(o.floor);
         }
       }),
@@ -101,7 +109,7 @@ describe('AIMD limit (nextLimit)', () => {
   });
 
   it('grows about additiveIncrease per limit’s worth of successes (one round trip), not one per success', () => {
-    let state: LimitState = { limit: 20, threshold: 20, decreasedAt: 0 };
+    let state: LimitState = { limit: 20, threshold: 20, decreasedAt: 0, peak: 0, throttles: 0 };
     for (let i = 0; i < 20; i++) state = nextLimit(state, sample({ signal: 'success' }), defaults);
     expect(state.limit).toBeGreaterThan(20.9);
     expect(state.limit).toBeLessThan(21.1);
@@ -125,7 +133,7 @@ describe('AIMD limit (nextLimit)', () => {
   });
 
   it('lowers the limit once per round trip: a burst of failures in flight together is one decrease', () => {
-    let state: LimitState = { limit: 50, threshold: 50, decreasedAt: 0 };
+    let state: LimitState = { limit: 50, threshold: 50, decreasedAt: 0, peak: 0, throttles: 0 };
     const now = T0 + 1_000;
     // 50 attempts started together at T0 all fail.
     for (let i = 0; i < 50; i++)
@@ -145,16 +153,16 @@ describe('AIMD limit (nextLimit)', () => {
   });
 
   it('ignores neutral outcomes (a permanent 4xx, a deferral)', () => {
-    const state: LimitState = { limit: 7.5, threshold: 9, decreasedAt: 3 };
+    const state: LimitState = { limit: 7.5, threshold: 9, decreasedAt: 3, peak: 0, throttles: 2 };
     expect(nextLimit(state, sample({ signal: 'neutral' }), defaults)).toEqual(state);
   });
 
   it('after a 429 pause restarts at the floor and recovers by slow start, gradually, not at once', () => {
     const o = { ...defaults, floor: 1 };
-    let state: LimitState = { limit: 40, threshold: 40, decreasedAt: 0 };
+    let state: LimitState = { limit: 40, threshold: 40, decreasedAt: 0, peak: 0, throttles: 0 };
     let now = T0;
     state = nextLimit(state, sample({ signal: 'pause', startedAt: now, now }), o);
-    expect(state).toEqual({ limit: 1, threshold: 28, decreasedAt: now });
+    expect(state).toEqual({ limit: 1, threshold: 28, decreasedAt: now, peak: 0, throttles: 0 });
     // Round trips at full use: every admitted attempt succeeds.
     const perRound: number[] = [];
     for (let round = 0; round < 12; round++) {

@@ -100,8 +100,9 @@ export const webhookBreakerDefaults = Object.freeze({
  * the deliveries in flight to one endpoint, across every worker, start at 10
  * and follow what the endpoint shows — one more per round trip while it
  * answers within 10 s, ×0.7 on a timeout or a retryable failure (5xx,
- * refused), back to 1 after a 429 pause and up again by slow start — between
- * 1 and 100. A lease outlives the delivery timeout (plus the body's).
+ * refused) or a 429 (then back in 2 s along CUBIC's curve; the endpoint is
+ * paused whole only when it keeps answering 429) — between 1 and 100. A
+ * lease outlives the delivery timeout (plus the body's).
  */
 export const webhookAdaptiveDefaults = Object.freeze({
   floor: 1,

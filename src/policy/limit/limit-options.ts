@@ -9,9 +9,10 @@ const count = z.number().int().min(1).max(limits.concurrency);
  * endpoint, a tenant) the whole fleet runs at once, learned from latency and
  * failures and kept in Redis (`src/redis/limit-store.ts`). The limit starts
  * at `initial`, grows while attempts succeed within `latencyTargetMs`, and
- * shrinks by `backoffRatio` on a timeout, a retryable failure or a slow
- * success; after a 429 pause it restarts at `floor` and climbs back
- * (slow start) to `backoffRatio` × where it was, then grows linearly.
+ * shrinks by `backoffRatio` on a timeout, a retryable failure, a slow
+ * success or a 429; after a 429 it comes back to where it was within
+ * `recoveryMs` along CUBIC's curve. A key that keeps answering 429 is paused
+ * whole (`pauseAfter429s`, `pauseRetryAfterMs`: `src/policy/limit/throttle.ts`).
  * @see src/policy/limit/aimd.ts
  */
 export const adaptiveConcurrencySchema = z
@@ -34,6 +35,23 @@ export const adaptiveConcurrencySchema = z
     additiveIncrease: z.number().min(0.01).max(limits.concurrency).default(1),
     /** What the limit is multiplied by on overload (once per round trip), as CUBIC's β (RFC 8312; the AWS SDK's adaptive mode). @defaultValue `0.7` */
     backoffRatio: z.number().gt(0).lt(1).default(0.7),
+    /**
+     * After a 429 cut the limit (×`backoffRatio`), how long it takes to come
+     * back to where it was, along CUBIC's concave curve. @defaultValue `2_000`
+     */
+    recoveryMs: z.number().int().min(1).max(limits.windowMs).default(2_000),
+    /**
+     * 429s in a row, fleet-wide, with no success between, after which the
+     * key is paused whole until the last one's `Retry-After` (1 s without
+     * one); below it a 429 holds back only its own job and cuts the limit.
+     * @defaultValue `5`
+     */
+    pauseAfter429s: z.number().int().min(1).max(1_000).default(5),
+    /**
+     * A 429 whose `Retry-After` is at least this long pauses the whole key at
+     * once: the receiver is asking everyone to stay away. @defaultValue `30_000`
+     */
+    pauseRetryAfterMs: z.number().int().min(1).max(limits.delayMs).default(30_000),
     /**
      * How long a worker's place under the limit lasts if it never gives it
      * back (it crashed). Keep it above the longest attempt.

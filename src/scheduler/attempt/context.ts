@@ -34,8 +34,9 @@ export interface RequeueJob<T = unknown> {
   /**
    * Holds back every job of this job's key (its `breakerKey`) on every
    * worker until `untilMs` — what a rate-limited API asks for. Does nothing
-   * for a job without a key. A 429, or a 503 with `Retry-After`, pauses the
-   * key by itself.
+   * for a job without a key. A 503 with `Retry-After` pauses the key by
+   * itself, and so does a 429 when the key keeps answering 429
+   * (`src/policy/limit/throttle.ts`).
    */
   pauseKey(untilMs: number): void;
   /** The underlying BullMQ job, for what requeue does not wrap. */

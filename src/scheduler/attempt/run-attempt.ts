@@ -16,6 +16,7 @@ import { Admitted, admit, askBreaker, deferFull, dying } from './admit.js';
 import type { Attempt, AttemptContext } from './context.js';
 import { AttemptHandle } from './handle.js';
 import { runHandler } from './run-handler.js';
+import { throttledUntil } from './throttled.js';
 
 /**
  * Runs one attempt of a job and applies what became of it (`ctx.apply`);
@@ -166,11 +167,14 @@ async function failed<T>(
   const status = failure.error.status;
   const serverDelayMs =
     failure.classification.kind === 'retry' ? failure.classification.retryAfterMs : undefined;
-  // A 429, or a 503 with Retry-After, is the key's own instruction: every job of it waits.
+  // A 503 with Retry-After is the key's own instruction: every job of it waits.
+  // A 429 pauses the key only when it keeps coming (throttled.ts).
   const askedToWait =
-    serverDelayMs !== undefined && (status === 429 || status === 503)
-      ? finishedAt + serverDelayMs
-      : undefined;
+    status === 429
+      ? await throttledUntil(ctx, a, serverDelayMs, finishedAt)
+      : serverDelayMs !== undefined && status === 503
+        ? finishedAt + serverDelayMs
+        : undefined;
   const pauseUntil = Math.max(AttemptHandle.pauseUntilOf(handle) ?? 0, askedToWait ?? 0);
   if (pauseUntil > 0) await applyPause(ctx, key, pauseUntil);
   if (breakerKey !== undefined) {
