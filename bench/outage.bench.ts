@@ -34,6 +34,8 @@ import type { OutageParams } from '../src/simulate/outage.js';
 import type * as Policy from '../src/policy/retry-policy.js';
 import type * as Breaker from '../src/policy/breaker/breaker-options.js';
 import type * as Budget from '../src/policy/budget/budget-options.js';
+import type * as Limit from '../src/policy/limit/gradient-options.js';
+import type * as Dispatch from '../src/simulate/outage/dispatch.js';
 import type * as Random from '../src/util/random.js';
 import type * as Connection from '../src/redis/connection.js';
 import type * as RedisServer from '../src/redis/redis-server.js';
@@ -87,6 +89,8 @@ const { retryPolicySchema } = (await dist('policy/retry-policy.js')) as typeof P
 const { parseBreakerOptions } = (await dist('policy/breaker/breaker-options.js')) as typeof Breaker;
 const { parseBudgetOptions } = (await dist('policy/budget/budget-options.js')) as typeof Budget;
 const { seededRandom } = (await dist('util/random.js')) as typeof Random;
+const { parseConcurrencyLimit } = (await dist('policy/limit/gradient-options.js')) as typeof Limit;
+const { defaultOutageProtection } = (await dist('simulate/outage/dispatch.js')) as typeof Dispatch;
 const { createRedis } = (await dist('redis/connection.js')) as typeof Connection;
 const { startRedisServer } = (await dist('redis/redis-server.js')) as typeof RedisServer;
 
@@ -102,13 +106,26 @@ const protections = { ...defaultProtections(), ...overrides };
 const parsePolicy = (input: object): Policy.RetryPolicy => retryPolicySchema.parse(input);
 const params = scenarioParams(scenario, scale, durationMs, seed, parsePolicy);
 const reference = scenarioParams(scenario, 1, 180_000, seed, parsePolicy);
-// The simulator models the breaker and the budget (one key, deferral), not the concurrency options.
-const protectedParams = (p: OutageParams): OutageParams => ({
-  ...p,
-  policy: { ...p.policy, ...protections.policy },
-  breaker: protections.breaker ? parseBreakerOptions(protections.breaker) : undefined,
-  budget: protections.budget ? parseBudgetOptions(protections.budget) : undefined,
-});
+// The simulator models the breaker and the budget (one key, deferral) and the worker's
+// concurrency limit (on unless `concurrencyLimit: false`), not keyConcurrency.
+const limitOption = protections.concurrencyLimit;
+const protectedParams = (p: OutageParams): OutageParams => {
+  const defaults = defaultOutageProtection(p.clients);
+  return {
+    ...p,
+    policy: { ...p.policy, ...protections.policy },
+    breaker: protections.breaker ? parseBreakerOptions(protections.breaker) : undefined,
+    budget: protections.budget ? parseBudgetOptions(protections.budget) : undefined,
+    protect:
+      limitOption === false
+        ? undefined
+        : {
+            ...defaults,
+            limit: parseConcurrencyLimit(limitOption ?? {}),
+            concurrency: protections.concurrency ?? defaults.concurrency,
+          },
+  };
+};
 const best = serverBest(params.server, serverLatencyMs);
 const rule = { baselineOkPerSecond, recoverySecond };
 
@@ -130,6 +147,8 @@ try {
   for (const [i, strategy] of strategies.entries()) {
     for (const on of protect ? [false, true] : [false]) {
       await connection.flushall();
+      // A connection per run: a worker's forced close (its 2 s ran out) can close the one it was given.
+      const runConnection = createRedis(redis.url);
       const t = performance.now();
       process.stderr.write(
         `real run: ${strategy}${on ? ', protected' : ''} (${durationMs / 1000} s) … `,
@@ -137,11 +156,12 @@ try {
       const run = await runReal(
         strategy,
         params,
-        connection,
+        runConnection,
         `${scenario}-${strategy}${on ? '-protected' : ''}`,
         seededRandom((seed * 7919 + i) >>> 0),
         { protect: on, overrides },
       );
+      runConnection.disconnect();
       real.set(`${strategy}:${on}`, run);
       process.stderr.write(`${((performance.now() - t) / 1000).toFixed(0)} s\n`);
     }

@@ -46,7 +46,7 @@ export interface RealRun {
 /** The worker options a protected run adds (see {@link defaultProtections}). */
 export type Protections = Pick<
   WorkerOptions<{ client: number }>,
-  'breaker' | 'budget' | 'breakerKey' | 'keyConcurrency' | 'concurrency'
+  'breaker' | 'budget' | 'breakerKey' | 'keyConcurrency' | 'concurrency' | 'concurrencyLimit'
 > & {
   /** Over the scenario's backoff (e.g. `capMs`, where an empty budget parks a retry); exploration only. */
   policy?: { capMs?: number };
@@ -55,17 +55,21 @@ export type Protections = Pick<
 /**
  * requeue's protections as a `createWorker` user turns them on, each at its
  * defaults: the queue's circuit breaker (`breaker: {}`: 50 % failures over
- * 10 s with ≥ 10 outcomes opens it for 30 s, one probe) and the retry budget
- * (`budget: {}`: a token bucket of 500, a timeout-caused retry costs 10, a
- * first-attempt success refunds 1; an empty bucket delays the retry to the
- * policy's cap). Everything `createWorker` offers today that guards a
- * dependency, and nothing tuned to this bench. The one place to add the
- * protections being built on other branches, e.g. `retryOrder: 'first'` (due
- * retries before new work) and `adaptiveConcurrency: {}` (a per-key limit
- * learnt from latency, which needs a key: `breakerKey: () => 'server'`).
+ * 10 s with ≥ 10 outcomes opens it for 5 s, doubling on each failed probe up
+ * to 30 s) and the retry budget (`budget: {}`: a token bucket of 500, a
+ * timeout-caused retry costs 10, a first-attempt success refunds 1; an empty
+ * bucket delays the retry ½–1 × 10 s). The worker's concurrency limit learned
+ * from latency (`concurrencyLimit`) and due retries first (`retryOrder`) are
+ * on without being asked, so they are not named here: a bare run turns the
+ * limit off ({@link bareOptions}). Nothing tuned to this bench.
  */
 export function defaultProtections(): Protections {
   return { breaker: {}, budget: {} };
+}
+
+/** What a bare run gives the worker: every protection off (the limit is on by default). */
+export function bareOptions(): Protections {
+  return { concurrencyLimit: false };
 }
 
 /** A run's switches: `protect` adds {@link defaultProtections}, `overrides` over them. */
@@ -94,7 +98,9 @@ export async function runReal(
   random: () => number,
   { protect = false, overrides = {} }: RealRunOptions = {},
 ): Promise<RealRun> {
-  const protections: Protections = protect ? { ...defaultProtections(), ...overrides } : {};
+  const protections: Protections = protect
+    ? { ...defaultProtections(), ...overrides }
+    : bareOptions();
   const { policy: _policy, ...workerProtections } = protections;
   const seconds = Math.ceil(params.durationMs / 1000);
   const ok = new Int32Array(seconds);

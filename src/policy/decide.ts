@@ -60,21 +60,33 @@ function decideByTree(ctx: FailureContext): FailureDecision {
   return { action: 'retry', delayMs: next.delayMs, retryAt: next.retryAt, source: next.source };
 }
 
+/** What an empty budget does to a retry (`budget.onEmpty`, `budget.emptyDelayMs`). */
+export interface EmptyBudgetRule {
+  onEmpty: 'delay' | 'delay-to-cap' | 'dead-letter';
+  emptyDelayMs: number;
+}
+
 /**
- * What an empty retry budget does to a retry: the job is never dropped; its
- * retry waits the policy's cap, or it dies with `budget-exhausted`.
- * @see seed 001, "retry budget / token bucket"
+ * What an empty retry budget does to a retry: the job is never dropped.
+ * `delay`: it waits `max(its own delay, uniform(½, 1) × bound)` with the
+ * bound `min(emptyDelayMs, capMs)` — long enough that the parked retries
+ * send nothing while the bucket refills, spread so that they do not come
+ * back as one herd, and never the policy's cap (the user's worst case, not
+ * a pause). `delay-to-cap`: exactly the cap (every parked retry comes back
+ * at once). `dead-letter`: it dies with `budget-exhausted`.
+ * @see seed 001, "retry budget / token bucket"; bench/RESULTS.md, the outage's protections
  */
 export function applyEmptyBudget(
   decision: Extract<FailureDecision, { action: 'retry' }>,
   policy: RetryPolicy,
   now: number,
-  onEmpty: 'delay-to-cap' | 'dead-letter',
+  rule: EmptyBudgetRule,
+  random: Random,
 ): FailureDecision {
-  if (onEmpty === 'dead-letter') return { action: 'dead-letter', reason: 'budget-exhausted' };
-  return {
-    action: 'retry',
-    ...dueAfter(now, Math.max(decision.delayMs, policy.capMs)),
-    source: 'budget',
-  };
+  if (rule.onEmpty === 'dead-letter') return { action: 'dead-letter', reason: 'budget-exhausted' };
+  const pause =
+    rule.onEmpty === 'delay-to-cap'
+      ? policy.capMs
+      : Math.min(rule.emptyDelayMs, policy.capMs) * (0.5 + 0.5 * random());
+  return { action: 'retry', ...dueAfter(now, Math.max(decision.delayMs, pause)), source: 'budget' };
 }

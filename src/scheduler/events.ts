@@ -56,7 +56,7 @@ export interface WorkerEvents {
   'breaker:half-open': [event: { queue: string; key: string }];
   'breaker:closed': [event: { queue: string; key: string }];
   'budget:exhausted': [
-    event: { queue: string; jobId: string; action: 'delay-to-cap' | 'dead-letter' },
+    event: { queue: string; jobId: string; action: 'delay' | 'delay-to-cap' | 'dead-letter' },
   ];
   /** DLQ retention removed dead jobs (also logged as a warning). */
   'dlq:trimmed': [event: { queue: string; byAge: number; byCount: number }];

@@ -5,6 +5,7 @@ import type { AttemptOutcome } from '../policy/outcome.js';
 import { LimitStore, type LimitParams } from '../redis/limit-store.js';
 import type { RedisClient } from '../redis/connection.js';
 import { newJobId, type Clock } from '../util/system.js';
+import { attemptSignal } from './worker-limit.js';
 
 /** A place under a key's fleet-wide limit, held by one attempt. */
 export interface Lease {
@@ -15,9 +16,6 @@ export interface Lease {
   /** This process's clock at the acquire, for the latency. */
   readonly localStart: number;
 }
-
-/** Death reasons of a retryable failure that ran out of tries: they speak of overload too. */
-const exhausted = new Set(['max-attempts', 'max-elapsed', 'budget-exhausted']);
 
 /**
  * Adaptive concurrency per key, shared by the fleet: an attempt past its
@@ -106,11 +104,8 @@ export class KeyLimits {
   }
 
   private signalOf(key: string, outcome: AttemptOutcome | undefined): LimitSignal {
-    if (outcome === undefined || outcome.kind === 'deferred') return 'neutral';
-    if (outcome.kind === 'completed') return 'success';
-    if (this.options.paused(key)) return 'pause';
-    if (outcome.kind === 'retry') return 'overload';
-    return exhausted.has(outcome.death.reason) ? 'overload' : 'neutral';
+    const failed = outcome?.kind === 'retry' || outcome?.kind === 'dead';
+    return failed && this.options.paused(key) ? 'pause' : attemptSignal(outcome);
   }
 }
 

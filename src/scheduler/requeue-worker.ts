@@ -27,6 +27,7 @@ import { JobOptions } from './job-options.js';
 import { KeyGate } from './key-gate.js';
 import { RetentionKeeper } from './dlq/retention-keeper.js';
 import { adaptiveLimits, type KeyLimits } from './key-limits.js';
+import { workerLimit, type WorkerLimit } from './worker-limit.js';
 import { fetchOnRedisTime } from './bullmq/redis-time-fetch.js';
 import { retryPromoterFor, type RetryPromoter } from './bullmq/retry-promoter.js';
 import type { WorkerOptions } from './worker-options.js';
@@ -34,6 +35,7 @@ import { parseWorkerOptions } from './worker-config.js';
 
 export type { Handler, RequeueJob } from './attempt/context.js';
 export type { WorkerOptions } from './worker-options.js';
+export { queueBreakerKey } from './breaker-gate.js';
 
 /** Where a running job carries its attempt number (deferrals not counted) to `job:completed`. */
 const attemptTag = Symbol('requeue.attempt');
@@ -41,8 +43,6 @@ type AttemptTagged = Job & { [attemptTag]?: number };
 
 /** What a job on its first attempt has stored: nothing yet. */
 const firstLife = Object.freeze({ state: undefined, life: 0, lifeOffset: 0 });
-
-export { queueBreakerKey } from './breaker-gate.js';
 
 /**
  * A requeue worker: a BullMQ worker whose processor runs one attempt
@@ -65,6 +65,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   readonly keys: KeyGate;
   /** The fleet's adaptive concurrency limits per key, when `adaptiveConcurrency` is on. */
   readonly limits: KeyLimits | undefined;
+  /** The worker's own limit learned from latency (`concurrencyLimit`), when on. */
+  readonly workerLimit: WorkerLimit | undefined;
   private readonly redis: RedisClient;
   private readonly owned: boolean;
   private readonly clock: Clock;
@@ -92,7 +94,6 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     const parsed = parseWorkerOptions(name, options);
     // Before a connection is opened: a refused BullMQ leaves none behind.
     assertSupportedBullmq();
-    const { order, adaptive } = parsed;
     const { redis, owned } = resolveRedis(options.connection);
     this.redis = redis;
     this.owned = owned;
@@ -132,7 +133,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         ),
     });
     this.keys = new KeyGate({ redis, queue: name, clock: this.clock, logger: this.logger });
-    this.limits = adaptiveLimits(adaptive, options.attemptTimeoutMs, {
+    this.limits = adaptiveLimits(parsed.adaptive, options.attemptTimeoutMs, {
       redis,
       queue: name,
       clock: this.clock,
@@ -163,13 +164,13 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       autorun: false,
       lockDuration: options.lockDurationMs ?? 30_000,
       stalledInterval: options.stalledIntervalMs ?? 30_000,
-      // requeue counts crashed attempts itself (attemptsStarted) and dead-letters
-      // a job that keeps killing workers; BullMQ must not fail it on its own.
+      // requeue counts crashed attempts and dead-letters a job that keeps killing workers.
       maxStalledCount: 1_000_000,
     });
+    this.workerLimit = workerLimit(this.bull, parsed.concurrencyLimit, concurrency);
     this.moves = new JobMoves(redis, this.bull, name);
     this.keys.parkWith(this.moves, this.bull.opts.prefix ?? 'bull');
-    this.promoter = retryPromoterFor(order, {
+    this.promoter = retryPromoterFor(parsed.order, {
       redis,
       keys: this.moves.keys,
       clock: this.clock,
@@ -195,6 +196,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
         !this.breakerOptions ? undefined : this.options.breakerKey ? key : queueBreakerKey,
       keyConcurrency: (job) => perJob.keyConcurrencyOf(job),
       limits: this.limits,
+      workerLimit: this.workerLimit,
       budget: this.budgetOptions,
       maxDeferrals: this.breakerOptions?.maxDeferrals ?? Number.POSITIVE_INFINITY,
       attemptTimeoutMs: options.attemptTimeoutMs,

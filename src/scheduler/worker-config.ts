@@ -2,6 +2,7 @@ import { parseBreakerOptions } from '../policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../policy/budget/budget-options.js';
 import { parseClassifyOptions } from '../policy/classify/index.js';
 import { parseAdaptiveConcurrency } from '../policy/limit/limit-options.js';
+import { parseConcurrencyLimit } from '../policy/limit/gradient-options.js';
 import { parseBullPrefix, parseQueueName } from '../policy/queue-name.js';
 import { parseRetryPolicy } from '../policy/retry-policy.js';
 import { parseConfig } from '../util/parse-config.js';
@@ -36,9 +37,14 @@ export function parseWorkerOptions<T>(name: string, options: WorkerOptions<T>) {
   const adaptive = options.adaptiveConcurrency
     ? parseAdaptiveConcurrency(options.adaptiveConcurrency, 'worker.adaptiveConcurrency')
     : undefined;
+  const concurrencyLimit =
+    options.concurrencyLimit === false
+      ? undefined
+      : parseConcurrencyLimit(options.concurrencyLimit ?? {}, 'worker.concurrencyLimit');
   return {
     order,
     adaptive,
+    concurrencyLimit,
     policy: parseRetryPolicy(options.policy ?? {}, 'worker.policy'),
     classify: parseClassifyOptions(options.classify ?? {}),
     breaker: options.breaker ? parseBreakerOptions(options.breaker, 'worker.breaker') : undefined,

@@ -5,6 +5,7 @@ import type { LoggerOption } from '../config/logger.js';
 import type { BreakerOptionsInput } from '../policy/breaker/breaker-options.js';
 import type { BudgetOptionsInput } from '../policy/budget/budget-options.js';
 import type { AdaptiveConcurrencyInput } from '../policy/limit/limit-options.js';
+import type { ConcurrencyLimitInput } from '../policy/limit/gradient-options.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
 import type { RetryPolicyInput } from '../policy/retry-policy.js';
 import type { RedisLike } from '../redis/connection.js';
@@ -83,6 +84,18 @@ export interface WorkerOptions<T = unknown> {
    * @defaultValue off (`false`)
    */
   adaptiveConcurrency?: AdaptiveConcurrencyInput | false;
+  /**
+   * The worker's own limit on attempts in flight, learned from their latency
+   * (a gradient limiter, `src/policy/limit/gradient.ts`): it starts at
+   * `initial` (10), grows while attempts answer within `tolerance` (1.5) ×
+   * the fastest latency seen, and shrinks as they slow down, time out or
+   * fail, never above `concurrency` — so a dependency past its knee is not
+   * sent more work than it can finish. Jobs over the limit wait in the
+   * queue. In memory, per worker. `false` turns it off (the worker always
+   * runs `concurrency` jobs at once, as BullMQ does).
+   * @defaultValue on (`{}`), when `concurrency` > 1
+   */
+  concurrencyLimit?: ConcurrencyLimitInput | false;
   /** A retry budget shared in Redis (token bucket or ratio). Off unless given. */
   budget?: BudgetOptionsInput;
   /**

@@ -643,32 +643,36 @@ describe('the retry budget', () => {
     },
   );
 
-  it('when empty, a retry is pushed to the policy’s cap', { timeout: 30_000 }, async () => {
-    const name = cleanedQueueName(redis, 'brk-empty');
-    const budget = new BudgetStore(redis, name, parseBudgetOptions({}));
-    await budget.take(500, Date.now());
-    const exhausted: string[] = [];
-    const worker = startWorker(name, failingAsAsked, {
-      budget: { kind: 'token-bucket' },
-      policy: { strategy: 'full-jitter', baseMs: 20, capMs: 300, maxAttempts: 5 },
-    });
-    worker.on('budget:exhausted', (e) => exhausted.push(e.action));
-    await worker.waitUntilReady();
-    const queue = queueFor(name);
-    const scheduled = new Promise<number>((resolve) =>
-      worker.once('retry:scheduled', (e) => resolve(e.delayMs)),
-    );
-    const done = new Promise<void>((resolve) => worker.once('job:completed', () => resolve()));
-    const { id } = await queue.add('call', { mode: 'fail-once' });
-    expect(await scheduled).toBeGreaterThanOrEqual(300);
-    expect(exhausted).toEqual(['delay-to-cap']);
-    await done;
-    const record = (await readState(name, id))!.history.find((r) => r.outcome === 'failed')!;
-    expect(record).toMatchObject({ decision: 'retry', delaySource: 'budget' });
-    expect(record.delayMs).toBeGreaterThanOrEqual(300);
-    // The worker asked once and was denied once.
-    expect(await budget.status(Date.now())).toMatchObject({ tokens: 0, denied: 1 });
-  });
+  it(
+    'when empty with onEmpty delay-to-cap, a retry is pushed to the policy’s cap',
+    { timeout: 30_000 },
+    async () => {
+      const name = cleanedQueueName(redis, 'brk-empty');
+      const budget = new BudgetStore(redis, name, parseBudgetOptions({}));
+      await budget.take(500, Date.now());
+      const exhausted: string[] = [];
+      const worker = startWorker(name, failingAsAsked, {
+        budget: { kind: 'token-bucket', onEmpty: 'delay-to-cap' },
+        policy: { strategy: 'full-jitter', baseMs: 20, capMs: 300, maxAttempts: 5 },
+      });
+      worker.on('budget:exhausted', (e) => exhausted.push(e.action));
+      await worker.waitUntilReady();
+      const queue = queueFor(name);
+      const scheduled = new Promise<number>((resolve) =>
+        worker.once('retry:scheduled', (e) => resolve(e.delayMs)),
+      );
+      const done = new Promise<void>((resolve) => worker.once('job:completed', () => resolve()));
+      const { id } = await queue.add('call', { mode: 'fail-once' });
+      expect(await scheduled).toBeGreaterThanOrEqual(300);
+      expect(exhausted).toEqual(['delay-to-cap']);
+      await done;
+      const record = (await readState(name, id))!.history.find((r) => r.outcome === 'failed')!;
+      expect(record).toMatchObject({ decision: 'retry', delaySource: 'budget' });
+      expect(record.delayMs).toBeGreaterThanOrEqual(300);
+      // The worker asked once and was denied once.
+      expect(await budget.status(Date.now())).toMatchObject({ tokens: 0, denied: 1 });
+    },
+  );
 
   it(
     'a retry the empty budget denied refunds nothing when it succeeds',

@@ -58,9 +58,9 @@ describe('breaker options', () => {
       minimumRequests: 10,
       windowMs: 10_000,
       buckets: 10,
-      openMs: 30_000,
-      openFactor: 1,
-      maxOpenMs: 300_000,
+      openMs: 5_000,
+      openFactor: 2,
+      maxOpenMs: 30_000,
       halfOpenProbes: 1,
       halfOpenSuccessRatio: 1,
       probeTimeoutMs: 30_000,
@@ -240,7 +240,7 @@ describe('half-open probes', () => {
   });
 
   it('a probe failure reopens at once, with one more trip', () => {
-    const o = options({ halfOpenProbes: 2, openMs: 1_000 });
+    const o = options({ halfOpenProbes: 2, openMs: 1_000, openFactor: 1 });
     let state = halfOpen(o, 'a');
     const at = state.probes.a! - o.probeTimeoutMs;
     state = admit(state, at, 'b', o).state;
@@ -268,9 +268,19 @@ describe('open duration', () => {
     expect(openDuration(0, o)).toBe(1_000);
   });
 
-  it('stays at openMs with the default factor', () => {
-    const o = options({ openMs: 3_000 });
+  it('stays at openMs with openFactor 1', () => {
+    const o = options({ openMs: 3_000, openFactor: 1 });
     for (const trips of [1, 2, 10, 1_000]) expect(openDuration(trips, o)).toBe(3_000);
+  });
+
+  it('by default opens 5 s, doubling per failed probe to 30 s (a short outage is found soon)', () => {
+    const o = options({});
+    expect([1, 2, 3, 4, 5, 100].map((trips) => openDuration(trips, o))).toEqual([
+      5_000, 10_000, 20_000, 30_000, 30_000, 30_000,
+    ]);
+    // An openMs above the default cap is its own cap, as before; a maxOpenMs below it is refused.
+    expect(options({ openMs: 60_000 }).maxOpenMs).toBe(60_000);
+    expect(() => options({ openMs: 60_000, maxOpenMs: 30_000 })).toThrow('breaker.maxOpenMs');
   });
 
   it('reopening after failed probes waits openDuration(trips), capped', () => {

@@ -19,7 +19,8 @@ describe('budget options', () => {
       retryCost: 5,
       timeoutCost: 10,
       successRefund: 1,
-      onEmpty: 'delay-to-cap',
+      onEmpty: 'delay',
+      emptyDelayMs: 10_000,
     });
     expect(parseBudgetOptions({ kind: 'token-bucket' })).toEqual(parseBudgetOptions({}));
   });
@@ -30,7 +31,8 @@ describe('budget options', () => {
       ratio: 0.1,
       windowMs: 10_000,
       minRetries: 10,
-      onEmpty: 'delay-to-cap',
+      onEmpty: 'delay',
+      emptyDelayMs: 10_000,
     });
   });
 
@@ -99,9 +101,27 @@ describe('an empty budget', () => {
     retryAt: NOW + 37,
     source: 'strategy' as const,
   };
+  const toCap = { onEmpty: 'delay-to-cap' as const, emptyDelayMs: 10_000 };
+
+  it('by default spreads the retry over ½–1 × emptyDelayMs, never the cap (the fleet parked at the cap came back as one herd)', () => {
+    const wide = parseRetryPolicy({ strategy: 'fixed', baseMs: 100, capMs: 300_000 });
+    const rule = parseBudgetOptions({});
+    expect(rule).toMatchObject({ onEmpty: 'delay', emptyDelayMs: 10_000 });
+    const delays = [0, 0.25, 0.999].map(
+      (r) => (applyEmptyBudget(retry, wide, NOW, rule, () => r) as { delayMs: number }).delayMs,
+    );
+    expect(delays).toEqual([5_000, 6_250, 9_995]);
+    // Bounded by a smaller cap; a longer own delay is kept.
+    expect(applyEmptyBudget(retry, policy, NOW, rule, () => 0.999)).toMatchObject({
+      delayMs: 1_000,
+      source: 'budget',
+    });
+    const long = { ...retry, delayMs: 20_000, retryAt: NOW + 20_000 };
+    expect(applyEmptyBudget(long, wide, NOW, rule, () => 0)).toMatchObject({ delayMs: 20_000 });
+  });
 
   it('pushes the retry to the policy’s cap, marked as the budget’s doing', () => {
-    expect(applyEmptyBudget(retry, policy, NOW, 'delay-to-cap')).toEqual({
+    expect(applyEmptyBudget(retry, policy, NOW, toCap, () => 0.5)).toEqual({
       action: 'retry',
       delayMs: 1_000,
       retryAt: NOW + 1_000,
@@ -111,14 +131,16 @@ describe('an empty budget', () => {
 
   it('keeps a longer delay (a server’s Retry-After) rather than shortening it', () => {
     const server = { ...retry, delayMs: 5_000, retryAt: NOW + 5_000, source: 'server' as const };
-    expect(applyEmptyBudget(server, policy, NOW, 'delay-to-cap')).toMatchObject({
+    expect(applyEmptyBudget(server, policy, NOW, toCap, () => 0.5)).toMatchObject({
       delayMs: 5_000,
       source: 'budget',
     });
   });
 
   it('or dead-letters it with budget-exhausted', () => {
-    expect(applyEmptyBudget(retry, policy, NOW, 'dead-letter')).toEqual({
+    expect(
+      applyEmptyBudget(retry, policy, NOW, { ...toCap, onEmpty: 'dead-letter' }, () => 0.5),
+    ).toEqual({
       action: 'dead-letter',
       reason: 'budget-exhausted',
     });

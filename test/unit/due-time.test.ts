@@ -74,7 +74,8 @@ describe('due times are whole milliseconds', () => {
             { action: 'retry', delayMs: d, retryAt: now + d, source: 'strategy' },
             policy,
             now,
-            'delay-to-cap',
+            { onEmpty: 'delay-to-cap', emptyDelayMs: 10_000 },
+            () => 0.5,
           );
           if (decision.action !== 'retry') throw new Error('delay-to-cap must retry');
           expect(Number.isInteger(decision.delayMs)).toBe(true);

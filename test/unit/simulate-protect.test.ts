@@ -2,40 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
 import { retryPolicySchema } from '../../src/policy/retry-policy.js';
-import {
-  aimdDefaults,
-  aimdOnFailure,
-  aimdOnSuccess,
-  aimdSlots,
-  aimdStart,
-} from '../../src/simulate/aimd-limit.js';
-import { SlotDispatch } from '../../src/simulate/outage/dispatch.js';
+import { parseConcurrencyLimit } from '../../src/policy/limit/gradient-options.js';
+import { defaultOutageProtection, SlotDispatch } from '../../src/simulate/outage/dispatch.js';
 import { simulateOutage, type OutageParams } from '../../src/simulate/outage.js';
-
-describe('the simulator’s AIMD limit', () => {
-  const o = aimdDefaults;
-  it('grows by one per success while in use, halves on a failure, shrinks on a slow success, within floor and ceiling', () => {
-    let s = aimdStart(o);
-    expect(s).toEqual({ limit: 20, fastestMs: Infinity });
-    s = aimdOnSuccess(s, 100, 10, o); // 2 × 10 ≥ 20: in use
-    expect(s).toEqual({ limit: 21, fastestMs: 100 });
-    s = aimdOnSuccess(s, 100, 5, o); // barely used: no growth
-    expect(s.limit).toBe(21);
-    s = aimdOnSuccess(s, 250, 21, o); // 2.5 × the fastest: slow
-    expect(s.limit).toBeCloseTo(18.9, 9);
-    expect(aimdSlots(s)).toBe(18);
-    s = aimdOnFailure(s, o);
-    expect(s.limit).toBeCloseTo(9.45, 9);
-    for (let i = 0; i < 10; i++) s = aimdOnFailure(s, o);
-    expect(s.limit).toBe(1);
-    s = { limit: 200, fastestMs: 100 };
-    expect(aimdOnSuccess(s, 100, 200, o).limit).toBe(200);
-  });
-});
 
 describe('SlotDispatch', () => {
   it('starts retries first, four of five while first tries wait too, and only while slots are free', () => {
-    const slots = new SlotDispatch({ limit: { ...aimdDefaults, initial: 3 }, retryShare: 0.8 });
+    const limit = parseConcurrencyLimit({ initial: 3 });
+    const slots = new SlotDispatch({ limit, concurrency: 100, retryShare: 0.8 });
     for (let c = 0; c < 10; c++) slots.wait(c, false);
     for (let c = 100; c < 110; c++) slots.wait(c, true);
     const order: number[] = [];
@@ -43,18 +17,20 @@ describe('SlotDispatch', () => {
       const client = slots.next();
       order.push(client);
       slots.started();
-      slots.succeeded(100); // frees the slot again (and grows the limit)
+      slots.succeeded(100, i); // frees the slot again (and grows the limit)
     }
     expect(order).toEqual([100, 0, 101, 102, 103, 104, 1, 105, 106, 107, 108, 2]);
     // Three in flight at a limit of three: nobody else starts.
-    const full = new SlotDispatch({ limit: { ...aimdDefaults, initial: 3 }, retryShare: 0.8 });
+    const full = new SlotDispatch({ limit, concurrency: 100, retryShare: 0.8 });
     for (let c = 0; c < 5; c++) full.wait(c, false);
     for (let i = 0; i < 3; i++) {
       expect(full.next()).toBe(i);
       full.started();
     }
     expect(full.next()).toBe(-1);
-    full.failed(); // 3 × 0.5 = 1.5: one slot, two still in flight
+    full.succeeded(100, 0); // one sample of a window of three: the limit stays at 3
+    expect(full.next()).toBe(3);
+    full.started();
     expect(full.next()).toBe(-1);
   });
 });
@@ -81,7 +57,7 @@ describe('simulateOutage with protect (seed 004, requeue’s client)', () => {
     ...bare,
     breaker: parseBreakerOptions({}),
     budget: parseBudgetOptions({}),
-    protect: { limit: { ...aimdDefaults }, retryShare: 0.8 },
+    protect: defaultOutageProtection(1000),
   };
 
   it('even fixed-interval retries recover: the server is back 1 s after the resume, the clients when the breaker closes', () => {
@@ -91,11 +67,10 @@ describe('simulateOutage with protect (seed 004, requeue’s client)', () => {
     expect(safe).toMatchObject({
       protected: true,
       recovered: true,
-      recoveryMs: 34_000,
+      recoveryMs: 20_000,
       serverRecovered: true,
       serverRecoveryMs: 1000,
-      peakConcurrency: 200,
-      peakLimit: 200,
+      peakConcurrency: 137,
       deadLettered: 0,
     });
     // The limit kept the stopped server's backlog to a few dozen connections.
@@ -106,7 +81,7 @@ describe('simulateOutage with protect (seed 004, requeue’s client)', () => {
     const [exponential] = simulateOutage(['exponential'], guarded);
     expect(exponential).toMatchObject({
       recovered: true,
-      recoveryMs: 31_000,
+      recoveryMs: 8_000,
       serverRecoveryMs: 1000,
     });
   });

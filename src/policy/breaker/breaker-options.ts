@@ -23,12 +23,16 @@ export const breakerOptionsSchema = z
     buckets: z.number().int().min(1).max(600).default(10),
     /** Also open after this many failures in a row, if set. */
     consecutiveFailures: z.number().int().min(1).max(maxCount).optional(),
-    /** How long the circuit stays open before probing. @defaultValue `30_000` */
-    openMs: positiveMs.default(30_000),
-    /** Each repeated trip multiplies the open time by this (1: constant). @defaultValue `1` */
-    openFactor: z.number().min(1).max(limits.factor).default(1),
-    /** The open time never exceeds this. @defaultValue `300_000` */
-    maxOpenMs: positiveMs.default(300_000),
+    /**
+     * How long the circuit stays open before probing: short, so that a
+     * dependency back after a short outage is found soon; repeated trips
+     * lengthen it (`openFactor`). @defaultValue `5_000`
+     */
+    openMs: positiveMs.default(5_000),
+    /** Each repeated trip (a failed half-open) multiplies the open time by this (1: constant). @defaultValue `2` */
+    openFactor: z.number().min(1).max(limits.factor).default(2),
+    /** The open time never exceeds this. @defaultValue `30_000`, or `openMs` if longer */
+    maxOpenMs: positiveMs.optional(),
     /** Trial jobs let through, fleet-wide, while half-open. @defaultValue `1` */
     halfOpenProbes: z.number().int().min(1).max(1_000).default(1),
     /**
@@ -63,10 +67,11 @@ export const breakerOptionsSchema = z
     /** …or as soon as this many are waiting. @defaultValue `64` */
     flushSize: z.number().int().min(1).max(10_000).default(64),
   })
-  .refine((o) => o.maxOpenMs >= o.openMs, {
+  .refine((o) => o.maxOpenMs === undefined || o.maxOpenMs >= o.openMs, {
     message: 'maxOpenMs must be ≥ openMs',
     path: ['maxOpenMs'],
-  });
+  })
+  .transform((o) => ({ ...o, maxOpenMs: o.maxOpenMs ?? Math.max(o.openMs, 30_000) }));
 
 export type BreakerOptions = z.output<typeof breakerOptionsSchema>;
 export type BreakerOptionsInput = z.input<typeof breakerOptionsSchema>;

@@ -4,8 +4,18 @@ import { parseConfig } from '../../util/parse-config.js';
 
 const tokens = z.number().int().max(limits.budgetTokens);
 
-/** What happens to a retry when the budget is empty: it is never dropped. */
-const onEmpty = z.enum(['delay-to-cap', 'dead-letter']).default('delay-to-cap');
+/**
+ * What happens to a retry when the budget is empty: it is never dropped
+ * (`src/policy/decide.ts` `applyEmptyBudget`). `delay`: it waits a spread
+ * pause of ½–1 × `emptyDelayMs` (at most the policy's cap);
+ * `delay-to-cap`: exactly the cap; `dead-letter`: it dies.
+ */
+const onEmpty = z.enum(['delay', 'delay-to-cap', 'dead-letter']).default('delay');
+/**
+ * The longest pause `onEmpty: 'delay'` gives a retry: the bucket refills only
+ * as retries succeed, so the time to refill is not known; this bounds it.
+ */
+const emptyDelayMs = z.number().int().min(1).max(limits.delayMs).default(10_000);
 
 /**
  * The AWS SDK's retry quota: a token bucket shared by the queue's workers.
@@ -21,8 +31,10 @@ export const tokenBucketSchema = z.strictObject({
   timeoutCost: tokens.min(0).default(10),
   /** Tokens a first-attempt success gives back. @defaultValue `1` */
   successRefund: tokens.min(0).default(1),
-  /** @defaultValue `delay-to-cap` */
+  /** @defaultValue `delay` */
   onEmpty,
+  /** @defaultValue `10_000` */
+  emptyDelayMs,
 });
 
 /**
@@ -37,8 +49,10 @@ export const ratioBudgetSchema = z.strictObject({
   windowMs: z.number().int().positive().max(limits.windowMs).default(10_000),
   /** Retries always allowed per window, so a quiet queue can still retry. @defaultValue `10` */
   minRetries: tokens.min(0).default(10),
-  /** @defaultValue `delay-to-cap` */
+  /** @defaultValue `delay` */
   onEmpty,
+  /** @defaultValue `10_000` */
+  emptyDelayMs,
 });
 
 export const budgetOptionsSchema = z.preprocess(

@@ -11,6 +11,7 @@ import type { Clock, Random } from '../../util/system.js';
 import type { BreakerGate } from '../breaker-gate.js';
 import type { KeyGate } from '../key-gate.js';
 import type { KeyLimits } from '../key-limits.js';
+import type { WorkerLimit } from '../worker-limit.js';
 
 /** What a handler receives: the job's data, its idempotency key and its attempt number. */
 export interface RequeueJob<T = unknown> {
@@ -62,6 +63,8 @@ export interface AttemptContext<T> {
   readonly keyConcurrency: (job: RequeueJob<T>) => number;
   /** The fleet's adaptive limit per key (`adaptiveConcurrency`), when on. */
   readonly limits: KeyLimits | undefined;
+  /** The worker's own concurrency limit learned from latency (`concurrencyLimit`), when on. */
+  readonly workerLimit: WorkerLimit | undefined;
   readonly budget: BudgetOptions | undefined;
   readonly maxDeferrals: number;
   readonly attemptTimeoutMs: number | undefined;
@@ -98,5 +101,5 @@ export type Attempt = AttemptOutcome & {
   meta: JobMeta;
   life: number;
   /** The retry budget turned this retry down (announced after the move). */
-  budgetExhausted?: 'delay-to-cap' | 'dead-letter';
+  budgetExhausted?: BudgetOptions['onEmpty'];
 };

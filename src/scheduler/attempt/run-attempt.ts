@@ -17,6 +17,7 @@ import type { Attempt, AttemptContext } from './context.js';
 import { AttemptHandle } from './handle.js';
 import { runHandler } from './run-handler.js';
 import { throttledUntil } from './throttled.js';
+import { attemptSignal } from '../worker-limit.js';
 
 /**
  * Runs one attempt of a job and applies what became of it (`ctx.apply`);
@@ -71,6 +72,7 @@ async function admitAndRun<T>(
       if (refused !== undefined) return ctx.apply(a.handle.bullJob, token, refused);
     }
     a.startedAt = ctx.clock.now();
+    ctx.workerLimit?.started();
     let outcome: Attempt | Promise<Attempt>;
     if (ctx.attemptTimeoutMs !== undefined) outcome = runWithTimeout(ctx, a, ctx.attemptTimeoutMs);
     else {
@@ -94,6 +96,10 @@ async function admitAndRun<T>(
   } finally {
     if (a.entered) ctx.keys.leave(a.key!, a.startedAt !== 0);
     if (a.lease !== undefined) ctx.limits!.release(a.lease, settled);
+    if (a.startedAt !== 0 && ctx.workerLimit !== undefined) {
+      const now = ctx.clock.now();
+      ctx.workerLimit.finished(now - a.startedAt, attemptSignal(settled), now);
+    }
   }
 }
 
@@ -215,7 +221,7 @@ async function failed<T>(
     // A denied take costs nothing, so its success must refund nothing either.
     state = changeState(state, { lastRetryCost: cost });
     if (!granted) {
-      decision = applyEmptyBudget(decision, policy, finishedAt, ctx.budget.onEmpty);
+      decision = applyEmptyBudget(decision, policy, finishedAt, ctx.budget, ctx.random);
       budgetExhausted = ctx.budget.onEmpty;
     }
   }

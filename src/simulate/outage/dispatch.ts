@@ -1,28 +1,43 @@
+import { limits } from '../../policy/limits.js';
 import {
-  aimdOnFailure,
-  aimdOnSuccess,
-  aimdSlots,
-  aimdStart,
-  type AimdOptions,
-  type AimdState,
-} from '../aimd-limit.js';
+  parseConcurrencyLimit,
+  type ConcurrencyLimitOptions,
+} from '../../policy/limit/gradient-options.js';
+import { initialGradient, nextGradient, type GradientState } from '../../policy/limit/gradient.js';
 
 /**
- * What `--protect` adds to the fleet's breaker and budget: an adaptive limit
- * on the attempts in flight to the dependency (one key here), and due
- * retries served before first tries while both wait for a slot.
+ * What `--protect` adds to the fleet's breaker and budget: the worker's
+ * concurrency limit learned from latency (`concurrencyLimit`, on by
+ * default: the workers' own gradient rule, `src/policy/limit/gradient.ts`),
+ * and due retries served before first tries while both wait for a slot.
  */
 export interface OutageProtection {
-  limit: AimdOptions;
+  limit: ConcurrencyLimitOptions;
+  /** The worker's `concurrency`: the limit's ceiling. */
+  concurrency: number;
   /**
    * Of the attempts started while both retries and first tries wait, the
-   * share retries take (new work is never starved). @defaultValue `0.8`
+   * share retries take (new work is never starved). @defaultValue `0.5` (the worker's `retryShare`)
    */
   retryShare: number;
 }
 
-/** {@link OutageProtection.retryShare}'s default. */
-export const defaultRetryShare = 0.8;
+/** {@link OutageProtection.retryShare}'s default: the worker's. */
+export const defaultRetryShare = 0.5;
+
+/**
+ * The protections a worker has without being asked, for `clients` clients
+ * served by one worker whose `concurrency` lets every client wait at once
+ * (at most 1,000, the bound on `concurrency`): its default concurrency
+ * limit and retry share.
+ */
+export function defaultOutageProtection(clients: number): OutageProtection {
+  return {
+    limit: parseConcurrencyLimit({}),
+    concurrency: Math.min(limits.concurrency, clients),
+    retryShare: defaultRetryShare,
+  };
+}
 
 /** A growable FIFO of client indexes. */
 class ClientFifo {
@@ -55,7 +70,7 @@ class ClientFifo {
  * retries and first tries in two queues, retries first up to `retryShare`.
  */
 export class SlotDispatch {
-  private state: AimdState;
+  private state: GradientState;
   private inFlight = 0;
   private retryCredit: number;
   private readonly retries = new ClientFifo();
@@ -64,7 +79,7 @@ export class SlotDispatch {
   peakLimit: number;
 
   constructor(private readonly options: OutageProtection) {
-    this.state = aimdStart(options.limit);
+    this.state = initialGradient(options.limit, options.concurrency);
     // So that the first start, when both wait, is a retry.
     this.retryCredit = 1 - options.retryShare;
     this.peakLimit = this.state.limit;
@@ -77,7 +92,7 @@ export class SlotDispatch {
 
   /** The next client whose attempt may start now, or -1: a slot is free and someone waits. */
   next(): number {
-    if (this.inFlight >= aimdSlots(this.state)) return -1;
+    if (this.inFlight >= Math.floor(this.state.limit)) return -1;
     const retries = this.retries.length > 0;
     const fresh = this.fresh.length > 0;
     if (!retries && !fresh) return -1;
@@ -97,14 +112,20 @@ export class SlotDispatch {
     this.inFlight++;
   }
 
-  succeeded(latencyMs: number): void {
-    this.state = aimdOnSuccess(this.state, latencyMs, this.inFlight, this.options.limit);
-    this.inFlight--;
-    if (this.state.limit > this.peakLimit) this.peakLimit = this.state.limit;
+  succeeded(latencyMs: number, now: number): void {
+    this.learn('success', latencyMs, now);
   }
 
-  failed(): void {
-    this.state = aimdOnFailure(this.state, this.options.limit);
+  /** A timeout: overload, whatever its latency. */
+  failed(latencyMs: number, now: number): void {
+    this.learn('overload', latencyMs, now);
+  }
+
+  private learn(signal: 'success' | 'overload', latencyMs: number, now: number): void {
+    const { limit, concurrency } = this.options;
+    const sample = { signal, latencyMs, inFlight: this.inFlight, now };
+    this.state = nextGradient(this.state, sample, limit, concurrency);
     this.inFlight--;
+    if (this.state.limit > this.peakLimit) this.peakLimit = this.state.limit;
   }
 }

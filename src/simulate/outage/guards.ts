@@ -1,3 +1,4 @@
+import type { Random } from '../../util/system.js';
 import {
   admit,
   closedState,
@@ -110,7 +111,13 @@ export class FleetGuards {
    * `delayMs`: the same, the policy's cap when the budget is empty, or
    * {@link deadLetter}.
    */
-  grantRetry(client: number, delayMs: number, policy: RetryPolicy, now: number): number {
+  grantRetry(
+    client: number,
+    delayMs: number,
+    policy: RetryPolicy,
+    now: number,
+    random: Random,
+  ): number {
     const budget = this.budget;
     if (!budget) return delayMs;
     let granted: boolean;
@@ -132,7 +139,8 @@ export class FleetGuards {
       { action: 'retry', delayMs, retryAt: now + delayMs, source: 'strategy' },
       policy,
       now,
-      budget.onEmpty,
+      budget,
+      random,
     );
     return decision.action === 'dead-letter' ? deadLetter : decision.delayMs;
   }

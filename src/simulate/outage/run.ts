@@ -142,7 +142,7 @@ export class OutageRun {
     this.guards.succeeded(client, this.attempts[client]!, now);
     this.restart(client, now);
     if (this.slots) {
-      this.slots.succeeded(now - this.sentAt[client]!);
+      this.slots.succeeded(now - this.sentAt[client]!, now);
       this.startWaiting(now);
     }
   }
@@ -156,6 +156,7 @@ export class OutageRun {
       this.wantedDelay(client, retry),
       this.policy,
       now,
+      this.backoff,
     );
     if (delayMs === deadLetter) {
       this.stats.deadLettered++;
@@ -166,7 +167,7 @@ export class OutageRun {
       this.queue.push(now + delayMs, send, client, 0);
     }
     if (this.slots) {
-      this.slots.failed();
+      this.slots.failed(now - this.sentAt[client]!, now);
       this.startWaiting(now);
     }
   }

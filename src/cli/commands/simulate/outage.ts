@@ -6,8 +6,7 @@ import type { OutageParams } from '../../../simulate/outage.js';
 import { outageClients, seed004Strategies } from '../../../simulate/outage/parameters.js';
 import { CliUsageError } from '../../cli-error.js';
 import { checkOutageWork } from '../../../simulate/work-bound.js';
-import { aimdDefaults } from '../../../simulate/aimd-limit.js';
-import { defaultRetryShare } from '../../../simulate/outage/dispatch.js';
+import { defaultOutageProtection } from '../../../simulate/outage/dispatch.js';
 import { simStrategies, type SimStrategy } from '../../../simulate/sim-strategy.js';
 import { flagOf } from '../plan.js';
 import { choiceFlag, jsonFlag, numberFlag, parseScenarioFlags, switchFlag } from './flags.js';
@@ -66,7 +65,7 @@ export const outageFlags = z
       parseBudgetOptions(input),
     ),
     protect: switchFlag(
-      "also run each strategy with requeue's default protections: breaker, retry budget (--breaker/--budget or the workers' defaults), an adaptive (AIMD) limit on attempts in flight, due retries first",
+      "also run each strategy with requeue's default protections: breaker, retry budget (--breaker/--budget or the workers' defaults), the worker's concurrency limit learned from latency (gradient), due retries first",
     ),
     ...policyFlags(policyDefaults),
   })
@@ -143,13 +142,14 @@ function outageStrategies(
 
 /**
  * The protected run: the breaker and budget given, or the workers' defaults,
- * plus the adaptive limit and retry priority (src/simulate/aimd-limit.ts).
+ * plus the worker's concurrency limit and retry priority, at their defaults
+ * (`src/simulate/outage/dispatch.ts`).
  */
 function protectedParams(params: OutageParams): OutageParams {
   return {
     ...params,
     breaker: params.breaker ?? parseBreakerOptions({}),
     budget: params.budget ?? parseBudgetOptions({}),
-    protect: { limit: { ...aimdDefaults }, retryShare: defaultRetryShare },
+    protect: defaultOutageProtection(params.clients),
   };
 }

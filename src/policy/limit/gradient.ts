@@ -1,0 +1,99 @@
+import type { LimitSignal } from './aimd.js';
+import type { ConcurrencyLimitOptions } from './gradient-options.js';
+
+/** A gradient limiter's state: the limit, the no-load latency, the window being filled. */
+export interface GradientState {
+  /** Fractional: `Math.floor(limit)` attempts may run at once. */
+  readonly limit: number;
+  /** The lowest window mean seen (ms), rising by at most ×2 per `relearnMs`; Infinity before the first. */
+  readonly baselineMs: number;
+  /** When the baseline was last lowered or checked (ms). */
+  readonly baselineAt: number;
+  readonly samples: number;
+  readonly sumMs: number;
+  /** The most attempts in flight seen in the window. */
+  readonly maxInFlight: number;
+}
+
+/** One finished attempt, as the limit learns from it. */
+export interface GradientSample {
+  readonly signal: LimitSignal;
+  readonly latencyMs: number;
+  /** Attempts in flight when it finished (itself included). */
+  readonly inFlight: number;
+  readonly now: number;
+}
+
+type Options = Pick<
+  ConcurrencyLimitOptions,
+  'floor' | 'initial' | 'tolerance' | 'latencyFloorMs' | 'relearnMs'
+>;
+
+/** A window closes after this many samples at least, and at least the limit's worth. */
+export const minWindowSamples = 3;
+/** How far one window may lower the limit toward what its gradient asks: smoothing against noise. */
+export const decreaseSmoothing = 0.5;
+
+/** The state of a worker that has seen nothing yet, its limit at `initial` within [floor, ceiling]. */
+export function initialGradient(o: Options, ceiling: number): GradientState {
+  const limit = clamp(o.initial, o.floor, Math.max(o.floor, ceiling));
+  return { limit, baselineMs: Infinity, baselineAt: 0, samples: 0, sumMs: 0, maxInFlight: 0 };
+}
+
+/**
+ * Netflix concurrency-limits' gradient rule, per window of about one round
+ * trip (`max(3, limit)` samples): with `short` the window's mean latency and
+ * `baseline` the lowest window mean seen, the gradient is
+ * `clamp(tolerance × baseline / short, 0.5, 1)` and the new limit
+ * `limit × gradient + √limit`. At gradient 1 the limit grows by √limit per
+ * round trip (only while at least half of it is in use, so an idle worker
+ * does not climb to a limit it never tried); below, it falls halfway to the
+ * new value, so a steady overload settles where latency is about
+ * `tolerance / (1 − 1/√limit)` × the no-load latency: past the server's
+ * knee, not far past. A retryable failure, a timeout or a 429 counts as a
+ * sample at least `2 × tolerance` × the baseline (overload, however fast it
+ * failed); a neutral outcome (a permanent error, a deferral) is not counted.
+ * The baseline may rise, so a dependency that became slower for good is
+ * learnt again: at most ×2 per `relearnMs`. Every limit lies in
+ * [`floor`, `ceiling`].
+ * @see https://github.com/Netflix/concurrency-limits (GradientLimit, Gradient2Limit)
+ */
+export function nextGradient(
+  state: GradientState,
+  sample: GradientSample,
+  o: Options,
+  ceiling: number,
+): GradientState {
+  if (sample.signal === 'neutral') return state;
+  const floorMs = Math.max(1, o.latencyFloorMs);
+  let latencyMs = Math.max(sample.latencyMs, floorMs);
+  if (sample.signal !== 'success' && Number.isFinite(state.baselineMs))
+    latencyMs = Math.max(latencyMs, 2 * o.tolerance * Math.max(state.baselineMs, floorMs));
+  const samples = state.samples + 1;
+  const sumMs = state.sumMs + latencyMs;
+  const maxInFlight = Math.max(state.maxInFlight, sample.inFlight);
+  if (samples < Math.max(minWindowSamples, Math.floor(state.limit)))
+    return { ...state, samples, sumMs, maxInFlight };
+
+  const shortMs = sumMs / samples;
+  const elapsed = Math.max(0, sample.now - state.baselineAt);
+  const risen = state.baselineMs * 2 ** (elapsed / o.relearnMs);
+  const baselineMs = Math.min(shortMs, risen);
+  const gradient = clamp((o.tolerance * Math.max(baselineMs, floorMs)) / shortMs, 0.5, 1);
+  const target = state.limit * gradient + Math.sqrt(state.limit);
+  let limit = state.limit;
+  if (target < limit) limit += decreaseSmoothing * (target - limit);
+  else if (maxInFlight * 2 >= limit) limit = target;
+  return {
+    limit: clamp(limit, o.floor, Math.max(o.floor, ceiling)),
+    baselineMs,
+    baselineAt: sample.now,
+    samples: 0,
+    sumMs: 0,
+    maxInFlight: 0,
+  };
+}
+
+function clamp(x: number, low: number, high: number): number {
+  return Math.min(high, Math.max(low, x));
+}
