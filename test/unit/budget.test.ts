@@ -94,7 +94,7 @@ describe('retryCost and successRefund', () => {
 describe('an empty budget', () => {
   const policy = parseRetryPolicy({ strategy: 'full-jitter', baseMs: 100, capMs: 1_000 });
   const retry = {
-    action: 'retry' as const,
+    kind: 'retry' as const,
     delayMs: 37,
     retryAt: NOW + 37,
     source: 'strategy' as const,
@@ -102,7 +102,7 @@ describe('an empty budget', () => {
 
   it('pushes the retry to the policy’s cap, marked as the budget’s doing', () => {
     expect(applyEmptyBudget(retry, policy, NOW, 'delay-to-cap')).toEqual({
-      action: 'retry',
+      kind: 'retry',
       delayMs: 1_000,
       retryAt: NOW + 1_000,
       source: 'budget',
@@ -119,7 +119,7 @@ describe('an empty budget', () => {
 
   it('or dead-letters it with budget-exhausted', () => {
     expect(applyEmptyBudget(retry, policy, NOW, 'dead-letter')).toEqual({
-      action: 'dead-letter',
+      kind: 'dead-letter',
       reason: 'budget-exhausted',
     });
   });

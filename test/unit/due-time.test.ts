@@ -71,12 +71,12 @@ describe('due times are whole milliseconds', () => {
         (input, now, d) => {
           const policy = parseRetryPolicy(input);
           const decision = applyEmptyBudget(
-            { action: 'retry', delayMs: d, retryAt: now + d, source: 'strategy' },
+            { kind: 'retry', delayMs: d, retryAt: now + d, source: 'strategy' },
             policy,
             now,
             'delay-to-cap',
           );
-          if (decision.action !== 'retry') throw new Error('delay-to-cap must retry');
+          if (decision.kind !== 'retry') throw new Error('delay-to-cap must retry');
           expect(Number.isInteger(decision.delayMs)).toBe(true);
           expect(decision.retryAt).toBe(now + decision.delayMs);
         },
