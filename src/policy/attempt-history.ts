@@ -127,8 +127,8 @@ export function recordFailure(
     outcome: 'failed',
     error: failed.error,
     classification: failed.classification,
-    decision: decision.action,
-    ...(decision.action === 'retry'
+    decision: decision.kind,
+    ...(decision.kind === 'retry'
       ? { delayMs: decision.delayMs, retryAt: decision.retryAt, delaySource: decision.source }
       : { deadReason: decision.reason }),
     ...(failed.details ? { details: failed.details } : {}),
@@ -136,7 +136,7 @@ export function recordFailure(
   const next = changeState(state, {
     history: [...state.history, record],
     firstFailedAt: state.firstFailedAt ?? failed.finishedAt,
-    previousDelayMs: decision.action === 'retry' ? decision.delayMs : state.previousDelayMs,
+    previousDelayMs: decision.kind === 'retry' ? decision.delayMs : state.previousDelayMs,
   });
   return { state: next, record };
 }

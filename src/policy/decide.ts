@@ -7,13 +7,13 @@ import { planNextAttempt, type RetryPolicy } from './retry-policy.js';
 /** What becomes of a failed attempt: a tagged value, never a sentinel number. */
 export type FailureDecision =
   | {
-      action: 'retry';
+      kind: 'retry';
       delayMs: number;
       retryAt: number;
       /** `strategy`: the policy's formula; `server`: a Retry-After; `budget`: pushed to the cap. */
       source: 'strategy' | 'server' | 'budget';
     }
-  | { action: 'dead-letter'; reason: DeadReason };
+  | { kind: 'dead-letter'; reason: DeadReason };
 
 export interface FailureContext {
   classification: Classification;
@@ -35,8 +35,8 @@ export interface FailureContext {
  */
 export function decideFailure(ctx: FailureContext): FailureDecision {
   const decision = decideByTree(ctx);
-  if (decision.action === 'dead-letter' && ctx.deadReason !== undefined)
-    return { action: 'dead-letter', reason: ctx.deadReason };
+  if (decision.kind === 'dead-letter' && ctx.deadReason !== undefined)
+    return { kind: 'dead-letter', reason: ctx.deadReason };
   return decision;
 }
 
@@ -44,7 +44,7 @@ function decideByTree(ctx: FailureContext): FailureDecision {
   const { classification } = ctx;
   if (classification.kind === 'permanent') {
     return {
-      action: 'dead-letter',
+      kind: 'dead-letter',
       reason: classification.reason === 'gone' ? 'gone' : 'permanent-error',
     };
   }
@@ -56,8 +56,8 @@ function decideByTree(ctx: FailureContext): FailureDecision {
     random: ctx.random,
     serverDelayMs: classification.retryAfterMs,
   });
-  if (next.kind === 'give-up') return { action: 'dead-letter', reason: next.reason };
-  return { action: 'retry', delayMs: next.delayMs, retryAt: next.retryAt, source: next.source };
+  if (next.kind === 'give-up') return { kind: 'dead-letter', reason: next.reason };
+  return { kind: 'retry', delayMs: next.delayMs, retryAt: next.retryAt, source: next.source };
 }
 
 /** What an empty budget does to a retry (`budget.onEmpty`, `budget.emptyDelayMs`). */
@@ -77,16 +77,16 @@ export interface EmptyBudgetRule {
  * @see seed 001, "retry budget / token bucket"; bench/RESULTS.md, the outage's protections
  */
 export function applyEmptyBudget(
-  decision: Extract<FailureDecision, { action: 'retry' }>,
+  decision: Extract<FailureDecision, { kind: 'retry' }>,
   policy: RetryPolicy,
   now: number,
   rule: EmptyBudgetRule,
   random: Random,
 ): FailureDecision {
-  if (rule.onEmpty === 'dead-letter') return { action: 'dead-letter', reason: 'budget-exhausted' };
+  if (rule.onEmpty === 'dead-letter') return { kind: 'dead-letter', reason: 'budget-exhausted' };
   const pause =
     rule.onEmpty === 'delay-to-cap'
       ? policy.capMs
       : Math.min(rule.emptyDelayMs, policy.capMs) * (0.5 + 0.5 * random());
-  return { action: 'retry', ...dueAfter(now, Math.max(decision.delayMs, pause)), source: 'budget' };
+  return { kind: 'retry', ...dueAfter(now, Math.max(decision.delayMs, pause)), source: 'budget' };
 }

@@ -1,4 +1,3 @@
-import type { Job } from 'bullmq';
 import { DelayedError } from './bullmq/bull-queue.js';
 import type { Logger } from '../config/logger.js';
 import type { Clock } from '../util/system.js';
@@ -8,6 +7,7 @@ import type { DeadJobRecord, DeadLetterQueue } from './dlq/dead-letter-queue.js'
 import { deadLetter } from './dlq/dead-letter-move.js';
 import type { TypedEmitter, WorkerEvents } from './events.js';
 import type { FetchPause } from './bullmq/fetch-pause.js';
+import type { HeldJob } from './bullmq/held-job.js';
 import type { JobMoves } from './bullmq/job-moves.js';
 import type { KeyGate } from './key-gate.js';
 
@@ -34,6 +34,8 @@ export interface ApplyContext {
   readonly onDead: ((record: DeadJobRecord) => void | Promise<void>) | undefined;
   /** Called after each death (the worker applies the DLQ retention now and then). */
   readonly afterDeath: () => void;
+  /** What an empty retry budget does to a retry (`budget.onEmpty`), named when it happens. */
+  readonly budgetOnEmpty: 'delay' | 'delay-to-cap' | 'dead-letter';
 }
 
 /**
@@ -45,7 +47,7 @@ export interface ApplyContext {
  */
 export async function applyOutcome(
   ctx: ApplyContext,
-  job: Job,
+  job: HeldJob,
   token: string,
   attempt: Attempt,
 ): Promise<unknown> {
@@ -71,7 +73,7 @@ export async function applyOutcome(
           },
           'retry scheduled',
         );
-        announceBudget(ctx, jobId, attempt);
+        if (record.delaySource === 'budget') announceBudget(ctx, jobId, ctx.budgetOnEmpty);
         ctx.events.safeEmit(ctx.logger, 'retry:scheduled', {
           queue: ctx.queue,
           jobId,
@@ -112,10 +114,16 @@ export async function applyOutcome(
       case 'dead': {
         const record = await deadLetter(ctx, job, token, attempt);
         if (record) {
-          announceBudget(ctx, jobId, attempt);
+          if (attempt.death.reason === 'budget-exhausted')
+            announceBudget(ctx, jobId, 'dead-letter');
           ctx.afterDeath();
         }
         break;
+      }
+      default: {
+        // Every kind of outcome is applied above: a new one fails to compile here.
+        const unapplied: never = attempt;
+        throw new Error(`unknown outcome ${String((unapplied as Attempt).kind)}`);
       }
     }
   } catch (err) {
@@ -124,12 +132,16 @@ export async function applyOutcome(
   throw movedByRequeue;
 }
 
-function announceBudget(ctx: ApplyContext, jobId: string, attempt: Attempt): void {
-  if (!attempt.budgetExhausted) return;
-  ctx.logger.warn({ jobId, onEmpty: attempt.budgetExhausted }, 'retry budget empty');
-  ctx.events.safeEmit(ctx.logger, 'budget:exhausted', {
-    queue: ctx.queue,
-    jobId,
-    action: attempt.budgetExhausted,
-  });
+/**
+ * An empty retry budget's doing, read off the outcome itself: a retry
+ * delayed by the empty bucket (its delay's source `budget`) or a death filed under
+ * `budget-exhausted`.
+ */
+function announceBudget(
+  ctx: ApplyContext,
+  jobId: string,
+  onEmpty: ApplyContext['budgetOnEmpty'],
+): void {
+  ctx.logger.warn({ jobId, onEmpty }, 'retry budget empty');
+  ctx.events.safeEmit(ctx.logger, 'budget:exhausted', { queue: ctx.queue, jobId, action: onEmpty });
 }

@@ -21,6 +21,8 @@ import { FetchPause } from './bullmq/fetch-pause.js';
 import { trimFairState } from './bullmq/fair-dispatch.js';
 import { BullWorker } from './bullmq/bull-worker.js';
 import { delayedError } from './bullmq/bull-queue.js';
+import { completedAttemptOf, holdJob, noteCompletedAttempt } from './bullmq/held-job.js';
+import type { HeldJob } from './bullmq/held-job.js';
 import { assertSupportedBullmq } from './bullmq/version.js';
 import { JobMoves, mayHaveState, type StoredState } from './bullmq/job-moves.js';
 import { JobOptions } from './job-options.js';
@@ -36,10 +38,6 @@ import { parseWorkerOptions } from './worker-config.js';
 export type { Handler, RequeueJob } from './attempt/context.js';
 export type { WorkerOptions } from './worker-options.js';
 export { queueBreakerKey } from './breaker-gate.js';
-
-/** Where a running job carries its attempt number (deferrals not counted) to `job:completed`. */
-const attemptTag = Symbol('requeue.attempt');
-type AttemptTagged = Job & { [attemptTag]?: number };
 
 /** What a job on its first attempt has stored: nothing yet. */
 const firstLife = Object.freeze({ state: undefined, life: 0, lifeOffset: 0 });
@@ -232,13 +230,14 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       clock: this.clock,
       onDead: options.onDead,
       afterDeath: () => this.retention.noteDeath(),
+      budgetOnEmpty: this.budgetOptions?.onEmpty ?? 'delay',
     };
     // BullMQ emits `completed` once the job is stored as completed.
     this.bull.on('completed', (job, result) => {
       this.safeEmit(this.logger, 'job:completed', {
         queue: name,
         jobId: String(job.id),
-        attempt: (job as AttemptTagged)[attemptTag] ?? job.attemptsStarted,
+        attempt: completedAttemptOf(job),
         // The handler's own value: what was stored is its one serialisation.
         result: result instanceof StoredResult ? result.value : result,
         enqueuedAt: job.timestamp,
@@ -294,8 +293,9 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   /**
    * Stops taking jobs and lets active ones finish; returns within `timeoutMs`
    * whatever handlers, BullMQ or Redis do. Past the deadline the jobs'
-   * signals are aborted and connections are closed; jobs still running are
-   * left active and come back through stalled-job recovery.
+   * signals are aborted and BullMQ's fetch connection is closed; jobs still
+   * running are left active and come back through stalled-job recovery. A
+   * connection the caller passed stays open: the worker ends only its own.
    */
   close({ timeoutMs = 30_000 }: { timeoutMs?: number } = {}): Promise<void> {
     this.closed ??= this.shutdown(timeoutMs);
@@ -319,8 +319,9 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
           'forcing it: running jobs are left to stalled recovery',
       );
       void this.bull.close(true).catch(() => undefined);
+      // Not BullMQ's `disconnect()`: it would end the connection a caller passed.
       await withDeadline(
-        this.bull.disconnect().catch(() => undefined),
+        this.bull.disconnectFetch().catch(() => undefined),
         left(),
       );
     }
@@ -356,7 +357,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
 
   private async processChildFailure(job: Job, token: string): Promise<unknown> {
     const stored = mayHaveState(job) ? await this.load(job, token) : firstLife;
-    return this.apply(job, token, childFailure(job, stored, this.clock.now()));
+    return this.apply(holdJob(job), token, childFailure(job, stored, this.clock.now()));
   }
 
   /** The job's stored state; a failed read leaves the job (see {@link leave}). */
@@ -369,14 +370,14 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
   }
 
   /** Applies an attempt's outcome; returns what BullMQ completes the job with. */
-  private apply(job: Job, token: string, attempt: Attempt): unknown {
+  private apply(job: HeldJob, token: string, attempt: Attempt): unknown {
     if (attempt.kind === 'completed') {
-      // For `job:completed`, only where the attempt is not BullMQ's count (a replayed or
-      // deferred job): a property added to BullMQ's job costs a shape change per job.
-      if (attempt.attempt !== job.attemptsStarted)
-        (job as AttemptTagged)[attemptTag] = attempt.attempt;
+      noteCompletedAttempt(job, attempt.attempt);
       // Nothing to store before BullMQ completes the job (its own fenced move).
       if (!attempt.stateChanged) return attempt.result;
+    } else if (this.closingReason) {
+      // Past the close's deadline (aborted, not failed by its work): left to stalled recovery.
+      return Promise.reject(delayedError('left to stalled recovery'));
     }
     return applyOutcome(this.applyContext, job, token, attempt);
   }
@@ -386,7 +387,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
    * job stays active and comes back through stalled recovery, counted as a
    * stalled attempt. Returns what the processor throws.
    */
-  private leave(err: unknown, job: Job): Error {
+  private leave(err: unknown, job: { readonly id?: string | undefined }): Error {
     this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
     return delayedError('left to stalled recovery');
   }

@@ -22,6 +22,7 @@ import {
 } from '../../src/scheduler/bullmq/bull-reads.js';
 import { BullWorker } from '../../src/scheduler/bullmq/bull-worker.js';
 import { JobMoves } from '../../src/scheduler/bullmq/job-moves.js';
+import { holdJob } from '../../src/scheduler/bullmq/held-job.js';
 import { bullmqVersionProblem } from '../../src/scheduler/bullmq/version.js';
 import { newJobId } from '../../src/util/system.js';
 import { onCleanup } from '../harness/cleanup.js';
@@ -83,7 +84,7 @@ describe('BullMQ internals used by job-moves.ts', () => {
     const { worker, job, token } = await takeJob(t.name);
     const moves = new JobMoves(admin, worker, t.name);
     const state = { ...emptyJobState(), previousDelayMs: 7 };
-    await moves.delay(job, token, state, 60_000, Date.now(), true);
+    await moves.delay(holdJob(job), token, state, 60_000, Date.now(), true);
     expect(await t.queue.getJobState('j1')).toBe('delayed');
     const hash = await admin.hgetall(`${bullKeys(t.name).prefix}j1`);
     expect(parseJobState(hash.rq)).toMatchObject({ previousDelayMs: 7 });
@@ -96,7 +97,14 @@ describe('BullMQ internals used by job-moves.ts', () => {
     await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
     const { worker, job, token } = await takeJob(t.name);
     const state = { ...emptyJobState(), previousDelayMs: 7 };
-    await new JobMoves(admin, worker, t.name).delay(job, token, state, 0, Date.now(), true);
+    await new JobMoves(admin, worker, t.name).delay(
+      holdJob(job),
+      token,
+      state,
+      0,
+      Date.now(),
+      true,
+    );
     const again = (await worker.getNextJob(token)) as Job;
     expect(again.id).toBe('j1');
     expect(worker.fetchedState(again)).toMatchObject({ rqm: '1', rql: undefined });
@@ -175,7 +183,7 @@ describe('BullMQ internals used by job-moves.ts', () => {
     await t.queue.add('x', { n: 2 }, { jobId: 'j2' });
     const { worker, job, token } = await takeJob(t.name);
     const moves = new JobMoves(admin, worker, t.name);
-    moves.completeWith(job, { ...emptyJobState(), previousDelayMs: 9 });
+    moves.completeWith(holdJob(job), { ...emptyJobState(), previousDelayMs: 9 });
     await job.moveToCompleted('done', token, false);
     expect(await t.queue.getJobState(String(job.id))).toBe('completed');
     const hash = await admin.hgetall(`${bullKeys(t.name).prefix}${String(job.id)}`);
@@ -183,7 +191,7 @@ describe('BullMQ internals used by job-moves.ts', () => {
     expect(hash.returnvalue).toBe('"done"');
 
     const other = (await worker.getNextJob(token)) as Job;
-    moves.completeWith(other, { ...emptyJobState(), previousDelayMs: 11 });
+    moves.completeWith(holdJob(other), { ...emptyJobState(), previousDelayMs: 11 });
     // BullMQ's own error, from requeue's copy of its moveToFinished.
     await expect(other.moveToCompleted('x', 'a-token-that-expired', false)).rejects.toThrow(
       /Lock mismatch for job j2\. Cmd moveToFinished/,
@@ -197,7 +205,7 @@ describe('BullMQ internals used by job-moves.ts', () => {
     await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
     const { worker, job, token } = await takeJob(t.name);
     const moves = new JobMoves(admin, worker, t.name);
-    moves.completeWith(job, { ...emptyJobState(), previousDelayMs: 5 });
+    moves.completeWith(holdJob(job), { ...emptyJobState(), previousDelayMs: 5 });
     const untouchable = {
       get total(): never {
         throw new Error('read again');
@@ -244,8 +252,16 @@ describe('BullMQ internals used by job-moves.ts', () => {
     const { worker, job } = await takeJob(t.name);
     const moves = new JobMoves(admin, worker, t.name);
     const stale = 'a-token-that-expired';
-    await expect(moves.delay(job, stale, emptyJobState(), 10, Date.now(), true)).rejects.toThrow();
-    const dead = await moves.deadLetter(job, stale, emptyJobState(), deathJson(), Date.now());
+    await expect(
+      moves.delay(holdJob(job), stale, emptyJobState(), 10, Date.now(), true),
+    ).rejects.toThrow();
+    const dead = await moves.deadLetter(
+      holdJob(job),
+      stale,
+      emptyJobState(),
+      deathJson(),
+      Date.now(),
+    );
     expect(dead).toEqual({ kind: 'lock-lost' });
     expect(await t.queue.getJobState('j1')).toBe('active');
     expect(await admin.zcard(requeueKeys(t.name).dead)).toBe(0);
@@ -259,7 +275,7 @@ describe('BullMQ internals used by job-moves.ts', () => {
     const { worker, job, token } = await takeJob(t.name);
     const moves = new JobMoves(admin, worker, t.name);
     const moved = await moves.deadLetter(
-      job,
+      holdJob(job),
       token,
       emptyJobState(),
       deathJson(),
@@ -298,11 +314,20 @@ describe('BullMQ internals used by job-moves.ts', () => {
     await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
     const { worker, job, token } = await takeJob(t.name);
     const moves = new JobMoves(admin, worker, t.name);
-    const result = await moves.deadLetter(job, token, emptyJobState(), deathJson(), 1234, '7');
+    const result = await moves.deadLetter(
+      holdJob(job),
+      token,
+      emptyJobState(),
+      deathJson(),
+      1234,
+      '7',
+    );
     expect(result).toEqual({ kind: 'vanished' });
     expect(await t.queue.getJobState('j1')).toBe('active');
     expect(await admin.zcard(requeueKeys(t.name).dead)).toBe(0);
-    expect(await moves.deadLetter(job, token, emptyJobState(), deathJson(), 1234)).toMatchObject({
+    expect(
+      await moves.deadLetter(holdJob(job), token, emptyJobState(), deathJson(), 1234),
+    ).toMatchObject({
       kind: 'moved',
     });
   });
@@ -312,7 +337,7 @@ describe('BullMQ internals used by job-moves.ts', () => {
     await t.queue.add('x', { n: 1 }, { jobId: 'j1' });
     const { worker, job, token } = await takeJob(t.name);
     const moves = new JobMoves(admin, worker, t.name);
-    const result = await moves.deadLetter(job, token, emptyJobState(), deathJson(), 1234);
+    const result = await moves.deadLetter(holdJob(job), token, emptyJobState(), deathJson(), 1234);
     expect(result).toMatchObject({ kind: 'moved' });
     expect(await t.queue.getJobState('j1')).toBe('unknown');
     expect(await admin.exists(`${bullKeys(t.name).prefix}j1:lock`)).toBe(0);

@@ -96,7 +96,7 @@ describe('retryCost and successRefund', () => {
 describe('an empty budget', () => {
   const policy = parseRetryPolicy({ strategy: 'full-jitter', baseMs: 100, capMs: 1_000 });
   const retry = {
-    action: 'retry' as const,
+    kind: 'retry' as const,
     delayMs: 37,
     retryAt: NOW + 37,
     source: 'strategy' as const,
@@ -122,7 +122,7 @@ describe('an empty budget', () => {
 
   it('pushes the retry to the policy’s cap, marked as the budget’s doing', () => {
     expect(applyEmptyBudget(retry, policy, NOW, toCap, () => 0.5)).toEqual({
-      action: 'retry',
+      kind: 'retry',
       delayMs: 1_000,
       retryAt: NOW + 1_000,
       source: 'budget',
@@ -141,7 +141,7 @@ describe('an empty budget', () => {
     expect(
       applyEmptyBudget(retry, policy, NOW, { ...toCap, onEmpty: 'dead-letter' }, () => 0.5),
     ).toEqual({
-      action: 'dead-letter',
+      kind: 'dead-letter',
       reason: 'budget-exhausted',
     });
   });

@@ -71,13 +71,13 @@ describe('due times are whole milliseconds', () => {
         (input, now, d) => {
           const policy = parseRetryPolicy(input);
           const decision = applyEmptyBudget(
-            { action: 'retry', delayMs: d, retryAt: now + d, source: 'strategy' },
+            { kind: 'retry', delayMs: d, retryAt: now + d, source: 'strategy' },
             policy,
             now,
             { onEmpty: 'delay-to-cap', emptyDelayMs: 10_000 },
             () => 0.5,
           );
-          if (decision.action !== 'retry') throw new Error('delay-to-cap must retry');
+          if (decision.kind !== 'retry') throw new Error('delay-to-cap must retry');
           expect(Number.isInteger(decision.delayMs)).toBe(true);
           expect(decision.retryAt).toBe(now + decision.delayMs);
         },

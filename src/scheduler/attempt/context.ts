@@ -10,6 +10,7 @@ import type { RetryPolicy } from '../../policy/retry-policy.js';
 import type { Clock, Random } from '../../util/system.js';
 import type { BreakerGate } from '../breaker-gate.js';
 import type { KeyGate } from '../key-gate.js';
+import type { HeldJob } from '../bullmq/held-job.js';
 import type { KeyLimits } from '../key-limits.js';
 import type { WorkerLimit } from '../worker-limit.js';
 
@@ -86,13 +87,13 @@ export interface AttemptContext<T> {
    * Applies an attempt's outcome: what it returns (or the promise of it) is
    * what BullMQ's processor returns. Must not throw synchronously.
    */
-  readonly apply: (job: Job, token: string, attempt: Attempt) => unknown;
+  readonly apply: (job: HeldJob, token: string, attempt: Attempt) => unknown;
   /**
    * What to throw when requeue's own I/O failed (Redis) or a per-job option
    * function threw: the job stays active and comes back through stalled
    * recovery.
    */
-  readonly leave: (err: unknown, job: Job) => Error;
+  readonly leave: (err: unknown, job: { readonly id?: string | undefined }) => Error;
 }
 
 /** An outcome with what the worker needs to announce it. */
@@ -100,6 +101,4 @@ export type Attempt = AttemptOutcome & {
   attempt: number;
   meta: JobMeta;
   life: number;
-  /** The retry budget turned this retry down (announced after the move). */
-  budgetExhausted?: BudgetOptions['onEmpty'];
 };

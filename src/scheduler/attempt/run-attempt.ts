@@ -11,6 +11,7 @@ import { analyse } from '../../policy/classify/analyse.js';
 import { applyEmptyBudget, decideFailure, type FailureDecision } from '../../policy/decide.js';
 import { changeState } from '../../policy/job-state.js';
 import { storableDetails, storableResult } from '../../policy/outcome.js';
+import { holdJob, type HeldJob } from '../bullmq/held-job.js';
 import type { StoredState } from '../bullmq/job-moves.js';
 import { Admitted, admit, askBreaker, deferFull, dying } from './admit.js';
 import type { Attempt, AttemptContext } from './context.js';
@@ -38,14 +39,15 @@ export function runAttempt<T>(
   token: string,
   stored: StoredState,
 ): unknown {
+  const held = holdJob(job);
   let admitted: Admitted<T> | Attempt;
   try {
     admitted = admit(ctx, job, stored);
   } catch (err) {
-    throw ctx.leave(err, job);
+    throw ctx.leave(err, held);
   }
-  if (admitted instanceof Admitted) return admitAndRun(ctx, admitted, token);
-  return ctx.apply(job, token, admitted);
+  if (admitted instanceof Admitted) return admitAndRun(ctx, admitted, held, token);
+  return ctx.apply(held, token, admitted);
 }
 
 /**
@@ -56,6 +58,7 @@ export function runAttempt<T>(
 async function admitAndRun<T>(
   ctx: AttemptContext<T>,
   a: Admitted<T>,
+  held: HeldJob,
   token: string,
 ): Promise<unknown> {
   let settled: Attempt | undefined;
@@ -63,13 +66,12 @@ async function admitAndRun<T>(
     // Adaptive concurrency: a lease under the key's fleet-wide limit, or deferred as a full bulkhead.
     if (a.entered && ctx.limits !== undefined) {
       a.lease = await ctx.limits.acquire(a.key!);
-      if (a.lease === undefined)
-        return ctx.apply(a.handle.bullJob, token, deferFull(ctx, a, a.key!));
+      if (a.lease === undefined) return ctx.apply(held, token, deferFull(ctx, a, a.key!));
     }
     const breakerKey = ctx.breakerKeyOf(a.key);
     if (breakerKey !== undefined) {
       const refused = await askBreaker(ctx, a, breakerKey);
-      if (refused !== undefined) return ctx.apply(a.handle.bullJob, token, refused);
+      if (refused !== undefined) return ctx.apply(held, token, refused);
     }
     a.startedAt = ctx.clock.now();
     ctx.workerLimit?.started();
@@ -90,9 +92,9 @@ async function admitAndRun<T>(
     // `return` of a promise inside `try` leaves its rejection to the caller,
     // which `apply` never has (it is not `return await`).
     settled = outcome instanceof Promise ? await outcome : outcome;
-    return ctx.apply(a.handle.bullJob, token, settled);
+    return ctx.apply(held, token, settled);
   } catch (err) {
-    throw ctx.leave(err, a.handle.bullJob);
+    throw ctx.leave(err, held);
   } finally {
     if (a.entered) ctx.keys.leave(a.key!, a.startedAt !== 0);
     if (a.lease !== undefined) ctx.limits!.release(a.lease, settled);
@@ -212,18 +214,14 @@ async function failed<T>(
     random: ctx.random,
     deadReason: failure.deadReason,
   });
-  let budgetExhausted: Attempt['budgetExhausted'];
-  if (decision.action === 'retry' && ctx.budget) {
+  if (decision.kind === 'retry' && ctx.budget) {
     const classification = failure.classification;
     const { granted, cost } = await ctx.gate.takeRetry(
       classification.kind === 'retry' && classification.timeout,
     );
     // A denied take costs nothing, so its success must refund nothing either.
     state = changeState(state, { lastRetryCost: cost });
-    if (!granted) {
-      decision = applyEmptyBudget(decision, policy, finishedAt, ctx.budget, ctx.random);
-      budgetExhausted = ctx.budget.onEmpty;
-    }
+    if (!granted) decision = applyEmptyBudget(decision, policy, finishedAt, ctx.budget, ctx.random);
   }
   const recorded = recordFailure(
     state,
@@ -237,16 +235,14 @@ async function failed<T>(
     },
     decision,
   );
-  const extra = budgetExhausted ? { budgetExhausted } : {};
-  if (decision.action === 'dead-letter') {
+  if (decision.kind === 'dead-letter') {
     const death = dying(decision.reason, failure.error.message, attempt, finishedAt);
-    return { attempt, meta, life, ...extra, kind: 'dead', death, state: recorded.state };
+    return { attempt, meta, life, kind: 'dead', death, state: recorded.state };
   }
   return {
     attempt,
     meta,
     life,
-    ...extra,
     kind: 'retry',
     delayMs: decision.delayMs,
     retryAt: decision.retryAt,

@@ -163,6 +163,15 @@ export class BullWorker extends Worker {
     if (fetchNext && Array.isArray(next) && next.length > 0) this.nextOf.set(job, next);
   }
 
+  /**
+   * Ends BullMQ's blocking connection (its own duplicate, for the fetch) and
+   * only that one: BullMQ's `disconnect()` also ends the connection the worker
+   * was given, which may be its caller's.
+   */
+  disconnectFetch(): Promise<void> {
+    return this.backend.disconnectBlocking();
+  }
+
   /** requeue's fields as the fetch of `job` read them, or `undefined` when not captured. */
   fetchedState(job: Job): StateFields | undefined {
     return this.fetched.get(job);

@@ -5,6 +5,7 @@ import { requeueKeys } from '../../redis/keys.js';
 import * as lua from '../../redis/lua-commands.js';
 import { bullKeys, type BullKeys } from './bull-keys.js';
 import type { BullWorker } from './bull-worker.js';
+import { bullJobOf, type HeldJob } from './held-job.js';
 
 /**
  * The fenced moves of a job through BullMQ's sets: the fetch's state load,
@@ -80,13 +81,14 @@ export class JobMoves {
    * deferral. Rejects when the lock is no longer ours.
    */
   async delay(
-    job: Job,
+    held: HeldJob,
     token: string,
     state: JobState,
     delayMs: number,
     now: number,
     countsAttempt: boolean,
   ): Promise<void> {
+    const job = bullJobOf(held);
     await this.worker.moveToDelayed(job, token, now, Math.max(0, Math.round(delayMs)), {
       skipAttempt: !countsAttempt,
       // `rqm`: BullMQ's attempts made (`atm`) once this move has counted its own.
@@ -101,8 +103,8 @@ export class JobMoves {
    * Has BullMQ's completion of the job (its own fenced move, after the
    * processor returns) store `state` in the same step.
    */
-  completeWith(job: Job, state: JobState): void {
-    this.worker.completeWithState(job, serializeJobState(state));
+  completeWith(job: HeldJob, state: JobState): void {
+    this.worker.completeWithState(bullJobOf(job), serializeJobState(state));
   }
 
   // ---- The dead-letter move (src/scheduler/dlq/ owns it; the fetch path is above) ----
@@ -115,7 +117,7 @@ export class JobMoves {
    * an add of this id re-sent by the client after a reconnect is a no-op.
    */
   async deadLetter(
-    job: Job,
+    job: HeldJob,
     token: string,
     state: JobState,
     death: string,

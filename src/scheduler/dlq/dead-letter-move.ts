@@ -1,10 +1,10 @@
-import type { Job } from 'bullmq';
 import type { Logger } from '../../config/logger.js';
 import { changeState, type JobState } from '../../policy/job-state.js';
 import type { Attempt } from '../attempt/context.js';
 import type { DeadJobRecord } from './dead-record.js';
 import type { DeadLetterQueue } from './dead-letter-queue.js';
 import type { TypedEmitter, WorkerEvents } from '../events.js';
+import type { HeldJob } from '../bullmq/held-job.js';
 import type { JobMoves } from '../bullmq/job-moves.js';
 
 /** What {@link deadLetter} needs from its worker. */
@@ -37,7 +37,7 @@ export const resendGuardMs = 300_000;
  */
 export async function deadLetter(
   ctx: DeadLetterContext,
-  job: Job,
+  job: HeldJob,
   token: string,
   attempt: Extract<Attempt, { kind: 'dead' }>,
 ): Promise<DeadJobRecord | undefined> {

@@ -136,13 +136,13 @@ export class FleetGuards {
     }
     if (granted) return delayMs;
     const decision = applyEmptyBudget(
-      { action: 'retry', delayMs, retryAt: now + delayMs, source: 'strategy' },
+      { kind: 'retry', delayMs, retryAt: now + delayMs, source: 'strategy' },
       policy,
       now,
       budget,
       random,
     );
-    return decision.action === 'dead-letter' ? deadLetter : decision.delayMs;
+    return decision.kind === 'dead-letter' ? deadLetter : decision.delayMs;
   }
 
   private outcome(client: number, success: boolean, now: number): void {
