@@ -9,6 +9,7 @@ import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import type { AddedJob, AddOptions, RequeueQueue } from '../../src/scheduler/queue.js';
 import type { BreakerOptionsInput } from '../../src/policy/breaker/breaker-options.js';
 import { limits } from '../../src/policy/limits.js';
+import { webhookRetryPolicy } from '../../src/policy/webhook-policy.js';
 import type { AdaptiveConcurrencyInput } from '../../src/policy/limit/limit-options.js';
 import {
   RequeueWorker,
@@ -269,6 +270,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         concurrency: webhookWorkerDefaults.concurrency,
         lockDurationMs: webhookWorkerDefaults.lockDurationMs,
         stalledIntervalMs: webhookWorkerDefaults.stalledIntervalMs,
+        policy: webhookRetryPolicy,
         ...workerOptions,
         ...(breaker === false ? {} : { breaker: { ...webhookBreakerDefaults, ...breaker } }),
         adaptiveConcurrency:
