@@ -94,6 +94,10 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     limit: (key: string) => `${base}:limit:${key}`,
     /** Sorted set: a key's leases under its limit, token → expiry (ms). */
     limitLeases: (key: string) => `${base}:limit-leases:${key}`,
+    /** Hash: registered webhook endpoints, id → record JSON. @see endpoint-registry.ts */
+    endpoints: `${base}:endpoints`,
+    /** String: a key's rate-limit TAT (ms), expiring once past. @see lua/rateReserve-1.lua */
+    rate: (key: string) => `${base}:rate:${key}`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */
