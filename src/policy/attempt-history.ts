@@ -48,8 +48,8 @@ export function recordStalls(state: JobState, attempt: number, now: number): Job
   return changeState(state, { history: [...state.history, ...stalls] });
 }
 
-/** What holds a job back without running it: its circuit, its key's pause, its key's bulkhead. */
-export type DeferralReason = 'breaker' | 'pause' | 'bulkhead';
+/** What holds a job back without running it: its circuit, its key's pause, bulkhead or rate limit. */
+export type DeferralReason = 'breaker' | 'pause' | 'bulkhead' | 'rate-limit';
 
 /**
  * A breaker deferral: consecutive deferrals share one record (with a count),

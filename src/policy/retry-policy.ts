@@ -26,6 +26,11 @@ export const retryPolicySchema = z
     jitter: z.number().min(0).max(1).default(0.1),
     /** Width in milliseconds of the Google strategy's uniform term. @defaultValue `1000` */
     randomMs: delayMs.default(1000),
+    /**
+     * The `schedule` strategy's delays in ms, retry by retry (the last one
+     * repeated), each spread by ± `jitter` of itself. @defaultValue `[baseMs]`
+     */
+    scheduleMs: z.array(delayMs).min(1).max(limits.attempts).optional(),
     /** Attempts in all, the first one included. @defaultValue `5` */
     maxAttempts: z.int().min(1).max(limits.attempts).default(5),
     /** Give up once a retry would start later than this after the first failure. */
@@ -34,6 +39,10 @@ export const retryPolicySchema = z
   .refine((policy) => policy.capMs >= policy.baseMs, {
     error: 'capMs must be ≥ baseMs',
     path: ['capMs'],
+  })
+  .refine((policy) => Math.max(0, ...(policy.scheduleMs ?? [])) <= policy.capMs, {
+    error: 'every step must be ≤ capMs',
+    path: ['scheduleMs'],
   });
 
 /** A validated retry policy, every default filled in. */

@@ -101,6 +101,10 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     parkedKeys: `${base}:parked`,
     /** List: a key's parked job ids, oldest first; removed when empty. */
     parkedPrefix: `${base}:parked:`,
+    /** Hash: registered webhook endpoints, id → record JSON. @see endpoint-registry.ts */
+    endpoints: `${base}:endpoints`,
+    /** String: a key's rate-limit TAT (ms), expiring once past. @see lua/rateReserve-1.lua */
+    rate: (key: string) => `${base}:rate:${key}`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */

@@ -21,6 +21,7 @@ export const scriptNames = [
   'budgetTake',
   'deadLetter',
   'deadPage',
+  'endpointPut',
   'fairStamp',
   'fairTrim',
   'limitAcquire',
@@ -29,6 +30,7 @@ export const scriptNames = [
   'pauseKey',
   'promoteRetries',
   'purgeDead',
+  'rateReserve',
   'ratioBudget',
   'replayDead',
   'startLife',
@@ -405,4 +407,22 @@ export async function trimDeadBatch(
 ): Promise<[byAge: number, byCount: number]> {
   const reply = await run(redis, 'trimDeadBatch', keys, args);
   return tuple<[number, number]>('trimDeadBatch', reply, [int, int], '2 integers');
+}
+
+/** Writes an endpoint record if the stored one is still `expected` ('' for none): 1 written, 0 moved. */
+export async function endpointPut(
+  redis: RedisClient,
+  endpoints: string,
+  args: [id: string, expected: string, record: string],
+): Promise<number> {
+  return one('endpointPut', await run(redis, 'endpointPut', [endpoints], args), int, 'an integer');
+}
+
+/** Reserves a key's next rate-limit slot: its time in ms (≤ now: go now). */
+export async function rateReserve(
+  redis: RedisClient,
+  key: string,
+  args: [nowMs: number, intervalMs: number, burst: number],
+): Promise<number> {
+  return one('rateReserve', await run(redis, 'rateReserve', [key], args), int, 'an integer');
 }

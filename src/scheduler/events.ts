@@ -49,7 +49,7 @@ export interface WorkerEvents {
       jobId: string;
       untilMs: number;
       key: string;
-      reason: 'breaker' | 'pause' | 'bulkhead';
+      reason: 'breaker' | 'pause' | 'bulkhead' | 'rate-limit';
     },
   ];
   'breaker:opened': [event: { queue: string; key: string; halfOpenAt: number }];

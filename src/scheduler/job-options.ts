@@ -1,6 +1,8 @@
 import type { Logger } from '../config/logger.js';
 import type { JobMeta } from '../policy/job-state.js';
 import { parseRetryPolicy, type RetryPolicy } from '../policy/retry-policy.js';
+import type { RedisClient } from '../redis/connection.js';
+import { RateStore } from '../redis/rate-store.js';
 import type { RequeueJob } from './attempt/context.js';
 import type { WorkerOptions } from './worker-options.js';
 
@@ -14,13 +16,35 @@ import type { WorkerOptions } from './worker-options.js';
 export class JobOptions<T> {
   private readonly policyCache = new Map<string, RetryPolicy>();
   private readonly defaultKeyConcurrency: number;
+  /**
+   * The time of the key's next rate-limit slot, reserved for this job (≤
+   * `now`: go now), or `undefined` for no limit; absent without `rateLimit`.
+   */
+  readonly rateSlot:
+    ((job: RequeueJob<T>, key: string, now: number) => Promise<number | undefined>) | undefined;
 
   constructor(
     private readonly options: WorkerOptions<T>,
     private readonly policy: RetryPolicy,
     private readonly logger: Logger,
+    redis?: RedisClient,
+    queue?: string,
   ) {
     this.defaultKeyConcurrency = Math.max(1, Math.ceil((options.concurrency ?? 1) / 4));
+    const rateLimit = options.rateLimit;
+    if (rateLimit && redis && queue !== undefined) {
+      const rates = new RateStore(redis, queue);
+      this.rateSlot = async (job, key, now) => {
+        let limit;
+        try {
+          limit = await rateLimit(job);
+        } catch (err) {
+          this.logger.warn({ err, jobId: job.id }, 'rateLimit threw; running the job unlimited');
+          return undefined;
+        }
+        return limit === undefined ? undefined : rates.reserve(key, limit, now);
+      };
+    }
   }
 
   /** The job's own policy, validated once per distinct policy rather than once per job. */

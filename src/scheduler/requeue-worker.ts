@@ -180,7 +180,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     fetchOnRedisTime(this.bull, this.clock, promoter && (() => promoter.beforeFetch()));
     processDeferredFailures(this.bull);
     this.fetch = new FetchPause(this.bull, this.clock, this.logger);
-    const perJob = new JobOptions(options, this.policy, this.logger);
+    const perJob = new JobOptions(options, this.policy, this.logger, redis, name);
     this.attemptContext = {
       queue: name,
       handler: handler as Handler<T, unknown>,
@@ -195,6 +195,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
       keyConcurrency: (job) => perJob.keyConcurrencyOf(job),
       limits: this.limits,
       workerLimit: this.workerLimit,
+      rateSlot: perJob.rateSlot,
       budget: this.budgetOptions,
       maxDeferrals: this.breakerOptions?.maxDeferrals ?? Number.POSITIVE_INFINITY,
       attemptTimeoutMs: options.attemptTimeoutMs,

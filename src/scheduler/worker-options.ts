@@ -8,6 +8,7 @@ import type { AdaptiveConcurrencyInput } from '../policy/limit/limit-options.js'
 import type { ConcurrencyLimitInput } from '../policy/limit/gradient-options.js';
 import type { ClassifyOptions } from '../policy/classify/classify.js';
 import type { RetryPolicyInput } from '../policy/retry-policy.js';
+import type { RateLimit } from '../redis/rate-store.js';
 import type { RedisLike } from '../redis/connection.js';
 import type { Clock, Random } from '../util/system.js';
 import type { RequeueJob } from './attempt/context.js';
@@ -96,6 +97,14 @@ export interface WorkerOptions<T = unknown> {
    * @defaultValue on (`{}`), when `concurrency` > 1
    */
   concurrencyLimit?: ConcurrencyLimitInput | false;
+  /**
+   * A rate limit per key (`breakerKey`), held fleet-wide in Redis (GCRA,
+   * `src/redis/rate-store.ts`): each attempt reserves its key's next slot,
+   * and one whose slot is later is deferred to it — once, no attempt used,
+   * and it runs at its slot without asking again. `undefined` for a job: no
+   * limit. @defaultValue none
+   */
+  rateLimit?: (job: RequeueJob<T>) => RateLimit | undefined | Promise<RateLimit | undefined>;
   /** A retry budget shared in Redis (token bucket or ratio). Off unless given. */
   budget?: BudgetOptionsInput;
   /**

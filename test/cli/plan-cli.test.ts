@@ -288,3 +288,24 @@ describe('requeue plan as a child process', () => {
     expect(result.retries).toHaveLength(2);
   });
 });
+
+describe('requeue plan --preset webhook', () => {
+  it('shows the webhook schedule: 7 retries, more than 24 h in all', async () => {
+    const result = await planJson('--preset', 'webhook', '--samples', '2000');
+    expect(result.policy).toMatchObject({ strategy: 'schedule', maxAttempts: 8 });
+    const steps = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000].map((s) => s * 1000);
+    result.retries.forEach((r, i) => {
+      expect(r.min).toBeGreaterThanOrEqual(steps[i]! * 0.9);
+      expect(r.max).toBeLessThanOrEqual(steps[i]! * 1.1);
+    });
+    expect(result.retries.at(-1)!.cumulative.p50).toBeGreaterThan(24 * 3_600_000);
+  });
+
+  it('lets a flag change the preset, and names an unknown preset', async () => {
+    const fewer = await planJson('--preset', 'webhook', '--max-attempts', '3', '--samples', '100');
+    expect(fewer.retries).toHaveLength(2);
+    const unknown = await plan('--preset', 'stripe');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--preset: must be one of webhook, got "stripe"/);
+  });
+});

@@ -144,7 +144,7 @@ describe('webhook delivery that no endpoint can slow down', () => {
         policy: { strategy: 'full-jitter', baseMs: 500, capMs: 4_000, maxAttempts: 6 },
       });
       await t.worker.waitUntilReady();
-      const deferrals = { pause: 0, bulkhead: 0, breaker: 0 };
+      const deferrals = { pause: 0, bulkhead: 0, breaker: 0, 'rate-limit': 0 };
       t.worker.on('job:deferred', (e) => (deferrals[e.reason] += 1));
       const started = Date.now();
       // 100 receivers, 10 deliveries each: each 429 holds back its delivery for a second.

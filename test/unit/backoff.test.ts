@@ -8,6 +8,7 @@ import { fullJitterDelay } from '../../src/policy/backoff/full-jitter.js';
 import { googleDelay } from '../../src/policy/backoff/google.js';
 import { computeDelay, strategyNames, type BackoffPolicy } from '../../src/policy/backoff/index.js';
 import { linearDelay } from '../../src/policy/backoff/linear.js';
+import { scheduleDelay } from '../../src/policy/backoff/schedule.js';
 import { normalJitterDelay } from '../../src/policy/backoff/normal-jitter.js';
 import { seededRandom } from '../../src/util/random.js';
 import { quantile } from '../../src/util/stats.js';
@@ -326,6 +327,7 @@ describe('computeDelay', () => {
     'decorrelated-jitter': decorrelatedJitterDelay,
     google: googleDelay,
     'normal-jitter': normalJitterDelay,
+    schedule: scheduleDelay,
   };
 
   it('dispatches each strategy name to its function', () => {

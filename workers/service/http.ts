@@ -30,6 +30,8 @@ export interface IntakeOptions {
   queues: Map<string, RequeueQueue>;
   /** Accepts `POST /v1/webhooks`: validates and enqueues one delivery. */
   webhooks?: { schema: z.ZodType; enqueue: (job: unknown) => Promise<{ id: string }> };
+  /** Accepts `POST /v1/messages`: one message fanned out to the endpoints subscribed to its type. */
+  messages?: { schema: z.ZodType; send: (message: unknown) => Promise<object> };
   /** Whether the service can do its job now (Redis answers, workers run). */
   ready: () => Promise<boolean>;
   metrics: RequeueMetrics;
@@ -193,6 +195,7 @@ export async function createIntakeServer(options: IntakeOptions) {
   const otherMethods = ['GET', 'PUT', 'PATCH', 'DELETE'] as const;
   app.route({ method: [...otherMethods], url: '/v1/jobs/:queue', handler: notAllowed });
   app.route({ method: [...otherMethods], url: '/v1/webhooks', handler: notAllowed });
+  app.route({ method: [...otherMethods], url: '/v1/messages', handler: notAllowed });
 
   app.post(
     '/v1/jobs/:queue',
@@ -229,6 +232,19 @@ export async function createIntakeServer(options: IntakeOptions) {
       if (!webhooks) throw new HttpError(404, 'webhook delivery is not enabled');
       const job = await webhooks.enqueue(request.body);
       return reply.code(202).send({ id: job.id });
+    },
+  );
+
+  const messages = options.messages;
+  app.post(
+    '/v1/messages',
+    {
+      ...(expected !== undefined ? { onRequest: authorize } : {}),
+      ...(messages ? { schema: { body: messages.schema } } : {}),
+    },
+    async (request, reply) => {
+      if (!messages) throw new HttpError(404, 'webhook delivery is not enabled');
+      return reply.code(202).send(await messages.send(request.body));
     },
   );
 

@@ -15,7 +15,8 @@ import { shutdownBudget, type ShutdownBudget } from '../../src/util/signals.js';
 import { createWebhookWorker, enqueueWebhook, webhookJobSchema } from '../webhook/index.js';
 import type { ServiceConfig } from './config.js';
 import { chooseRedis, type RedisChoice } from './embedded-redis.js';
-import { createIntakeServer, type IntakeServer } from './http.js';
+import { createIntakeServer, type IntakeOptions, type IntakeServer } from './http.js';
+import { messageIntake } from './messages.js';
 import type { AdminQueue } from './admin/index.js';
 
 /** A running requeue service. */
@@ -127,6 +128,7 @@ async function startOn(
   let webhooks:
     | { schema: typeof webhookJobSchema; enqueue: (job: unknown) => Promise<{ id: string }> }
     | undefined;
+  let messages: IntakeOptions['messages'];
   if (config.webhooks.enabled) {
     const w = config.webhooks;
     const worker = createWebhookWorker(w.queue, {
@@ -150,6 +152,7 @@ async function startOn(
       schema: webhookJobSchema,
       enqueue: (job) => enqueueWebhook(queue, job as Parameters<typeof enqueueWebhook>[1]),
     };
+    messages = messageIntake(queue, connection);
   }
   for (const worker of workers) metrics.watch(worker);
   await Promise.all(workers.map((w) => w.waitUntilReady()));
@@ -163,6 +166,7 @@ async function startOn(
     site: siteRules(access, config.admin.allowedHosts),
     queues,
     ...(webhooks ? { webhooks } : {}),
+    ...(messages ? { messages } : {}),
     ready: async () => (await connection.ping()) === 'PONG' && workers.every((w) => w.isRunning()),
     metrics,
     ...(config.intake.token ? { token: config.intake.token } : {}),
@@ -177,6 +181,7 @@ async function startOn(
     host: config.host,
     redactHeaders: config.redactHeaders,
     logger,
+    endpointWrites: { allowPrivate: config.webhooks.allowPrivate },
   });
   try {
     await server.listen({ port: config.port, host: config.host });

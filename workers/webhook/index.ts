@@ -42,3 +42,24 @@ export type {
 } from './webhook-worker.js';
 export { EndpointStore } from '../../src/redis/endpoint-store.js';
 export type { DisabledEndpoint, EndpointStoreOptions } from '../../src/redis/endpoint-store.js';
+export { EndpointRegistry } from '../../src/redis/endpoint-registry.js';
+export type { EndpointRegistryOptions } from '../../src/redis/endpoint-registry.js';
+export {
+  EndpointRegistryError,
+  isEndpointRegistryError,
+} from '../../src/errors/endpoint-registry-error.js';
+export {
+  endpointFieldsSchema,
+  endpointView,
+  subscribes,
+} from '../../src/policy/endpoint-record.js';
+export type {
+  EndpointFieldsInput,
+  EndpointRecord,
+  EndpointUpdate,
+} from '../../src/policy/endpoint-record.js';
+export { checkEndpointUrl, createEndpoint, updateEndpoint } from './endpoints.js';
+export type { EndpointWriteOptions } from './endpoints.js';
+export { defaultMaxPayloadBytes, messageSchema, sendMessage } from './messages.js';
+export type { MessageInput, SendMessageOptions, SentMessage } from './messages.js';
+export { webhookRetryPolicy } from '../../src/policy/webhook-policy.js';

@@ -9,6 +9,7 @@ import { EndpointStore } from '../../src/redis/endpoint-store.js';
 import type { AddedJob, AddOptions, RequeueQueue } from '../../src/scheduler/queue.js';
 import type { BreakerOptionsInput } from '../../src/policy/breaker/breaker-options.js';
 import { limits } from '../../src/policy/limits.js';
+import { webhookRetryPolicy } from '../../src/policy/webhook-policy.js';
 import type { AdaptiveConcurrencyInput } from '../../src/policy/limit/limit-options.js';
 import {
   RequeueWorker,
@@ -18,20 +19,18 @@ import {
 import { defaultSecretHeaders } from '../../src/util/redact.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
 import { deliverWebhook, WebhookDeliveryError, type DeliveryResult } from './deliver.js';
-import { secretProblem } from './signature.js';
+import {
+  endpointIdSchema,
+  endpointUrlSchema,
+  eventTypeSchema,
+  headerNameSchema,
+  headerValueSchema,
+  rateLimitSchema,
+  webhookSecretSchema,
+} from '../../src/policy/endpoint-record.js';
+import { EndpointRegistry } from '../../src/redis/endpoint-registry.js';
+import { currentDelivery, endpointRateLimit } from './registered-endpoint.js';
 import { createSsrfGuard, type SsrfOptions } from './ssrf.js';
-
-/** A header name (RFC 9110 token) and a value without control characters. */
-const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name');
-const headerValue = z
-  .string()
-  .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must not contain control characters');
-
-const secretSchema = z.string().superRefine((secret, ctx) => {
-  // The message describes the problem and never quotes the secret.
-  const problem = secretProblem(secret);
-  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
-});
 
 /**
  * A webhook job. `endpoint.secret` is a Standard Webhooks secret (`whsec_`
@@ -42,21 +41,25 @@ const secretSchema = z.string().superRefine((secret, ctx) => {
 export const webhookJobSchema = z.object({
   endpoint: z.object({
     /** Names the endpoint in the disabled set and the breaker; no `/` ({@link webhookJobKey}). */
-    id: z.string().regex(/^[^\s/]{1,200}$/, 'must be 1–200 characters, without spaces or "/"'),
-    url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
-    secret: z.union([secretSchema, z.array(secretSchema).min(1).max(10)]).optional(),
+    id: endpointIdSchema,
+    url: endpointUrlSchema,
+    secret: z.union([webhookSecretSchema, z.array(webhookSecretSchema).min(1).max(10)]).optional(),
     /** Deliveries to this endpoint at once in one worker process (its bulkhead). */
     maxConcurrency: z.number().int().min(1).max(1_000).optional(),
+    /** Deliveries per second to it, fleet-wide (a registered endpoint's own limit wins). */
+    rateLimit: rateLimitSchema.optional(),
+    /** Fanned out from a message to a registered endpoint: its record is read at delivery. */
+    registered: z.literal(true).optional(),
   }),
   event: z.object({
     id: z
       .string()
       .regex(/^[\x21-\x2d\x2f-\x7e]{1,256}$/, 'must be 1–256 visible ASCII characters, no "."'),
-    type: z.string().regex(/^[\x21-\x7e]{1,200}$/, 'must be 1–200 visible ASCII characters'),
+    type: eventTypeSchema,
     timestamp: z.iso.datetime({ offset: true }).optional(),
     payload: z.json(),
   }),
-  headers: z.record(headerName, headerValue).optional(),
+  headers: z.record(headerNameSchema, headerValueSchema).optional(),
 });
 
 /** A validated webhook job. */
@@ -151,6 +154,8 @@ export interface WebhookWorkerOptions
   disabledCacheTtlMs?: number;
   /** The disabled-endpoint store; the worker opens one on its connection unless given. */
   endpoints?: EndpointStore;
+  /** Registered endpoints, read for deliveries fanned out from messages; opened unless given. */
+  registry?: EndpointRegistry;
   /**
    * Request headers whose values are credentials, besides the defaults and
    * names that look secret: scrubbed from what receivers answer.
@@ -198,6 +203,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       allowHosts,
       disabledCacheTtlMs,
       endpoints: givenEndpoints,
+      registry: givenRegistry,
       redactHeaders = [],
       ...workerOptions
     } = options;
@@ -213,6 +219,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
     };
     // One connection for the worker and the store; closed here when opened here.
     const { redis, owned } = resolveRedis(workerOptions.connection);
+    const registry = givenRegistry ?? new EndpointRegistry({ connection: redis, clock });
     const endpoints =
       givenEndpoints ??
       new EndpointStore({
@@ -221,8 +228,12 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         ...(disabledCacheTtlMs !== undefined ? { cacheTtlMs: disabledCacheTtlMs } : {}),
       });
 
+    const recordOf = (job: WebhookJob) =>
+      job.endpoint.registered ? registry.cached(queue, job.endpoint.id) : undefined;
     const handler = async (job: RequeueJob<WebhookJob>): Promise<DeliveryResult> => {
-      const { endpoint, event } = job.data;
+      const record = await recordOf(job.data);
+      const data = currentDelivery(queue, job.data, record);
+      const { endpoint, event } = data;
       const log = logger.child({ jobId: job.id, attempt: job.attempt, endpointId: endpoint.id });
       const disabled = await endpoints.get(queue, endpoint.id);
       if (disabled) {
@@ -234,14 +245,16 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         );
       }
       try {
-        const result = await deliverWebhook(job.data, {
+        const result = await deliverWebhook(data, {
           clock,
           guard,
           agents,
           signal: job.signal,
           onAttempt: (details) => job.annotate({ ...details }),
           timeoutMs,
-          secretHeaders,
+          secretHeaders: record?.secretHeaders
+            ? [...secretHeaders, ...record.secretHeaders]
+            : secretHeaders,
           ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
           ...(userAgent !== undefined ? { userAgent } : {}),
           ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
@@ -270,6 +283,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         concurrency: webhookWorkerDefaults.concurrency,
         lockDurationMs: webhookWorkerDefaults.lockDurationMs,
         stalledIntervalMs: webhookWorkerDefaults.stalledIntervalMs,
+        policy: webhookRetryPolicy,
         ...workerOptions,
         ...(breaker === false ? {} : { breaker: { ...webhookBreakerDefaults, ...breaker } }),
         adaptiveConcurrency:
@@ -291,6 +305,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         schema: webhookJobSchema,
         classify: { retryableStatuses: [...webhookRetryableStatuses], ...workerOptions.classify },
         breakerKey: (job) => job.data.endpoint.id,
+        rateLimit: async (job) => endpointRateLimit(job.data, await recordOf(job.data)),
       });
     } catch (err) {
       // A bad option (policy, breaker…): do not leave a connection holding the process open.

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { EndpointStore } from '../../redis/endpoint-store.js';
 import { CliUsageError } from '../cli-error.js';
+import { listRegistered, registerEndpointRegistry } from './endpoint-registry.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { requireKnownQueue } from '../known-queue.js';
 import type { RedisClient } from '../../redis/connection.js';
@@ -8,19 +9,25 @@ import { printTable, truncate } from '../table.js';
 import { redactText, redactValue } from '../../util/redact.js';
 import { redactOptionsFromEnv } from '../../config/env.js';
 
-/** `requeue endpoint list|enable|disable`: the webhook endpoints a queue will not deliver to. */
+/**
+ * `requeue endpoint list|enable|disable`: the webhook endpoints a queue will
+ * not deliver to; `create|update|show|delete` (`endpoint-registry.ts`).
+ */
 export function registerEndpoint(program: Command): void {
   const endpoint = program
     .command('endpoint')
-    .description('List, enable and disable webhook endpoints');
+    .description('Create, update, show, delete, list, enable and disable webhook endpoints');
+  registerEndpointRegistry(endpoint);
 
   withRedisOption(
     endpoint
       .command('list')
       .description('List the disabled endpoints of a queue, most recent first')
       .argument('<queue>', 'webhook queue name')
-      .option('--json', 'print an array of {endpointId, reason, disabledAt} as JSON'),
+      .option('--json', 'print an array of {endpointId, reason, disabledAt} as JSON')
+      .option('--registered', 'list the registered endpoints (URL, types, rate) instead'),
   ).action(async (queue: string, opts) => {
+    if (opts.registered) return listRegistered(queue, opts);
     await withStore(opts, async (store, redis) => {
       await requireKnownQueue(redis, queue);
       const disabled = await store.list(queue);

@@ -7,12 +7,14 @@ import {
   retryPolicySchema,
   type RetryPolicy,
 } from '../../policy/retry-policy.js';
+import { policyPresets } from '../../policy/webhook-policy.js';
 import { seededRandom } from '../../util/random.js';
 import { limits } from '../../policy/limits.js';
 import { CliUsageError, parseNumberFlag } from '../cli-error.js';
 import { formatTable } from '../table.js';
 
 interface PlanFlags {
+  preset?: string;
   strategy?: string;
   baseMs?: string;
   capMs?: string;
@@ -46,6 +48,7 @@ const optionsRead: Record<StrategyName, readonly (keyof RetryPolicy)[]> = {
   'decorrelated-jitter': ['baseMs', 'capMs'],
   google: ['baseMs', 'capMs', 'randomMs'],
   'normal-jitter': ['baseMs', 'capMs', 'factor', 'jitter'],
+  schedule: ['scheduleMs', 'jitter'],
 };
 
 const maxSamples = 10_000_000;
@@ -60,6 +63,10 @@ export function registerPlan(program: Command): void {
   program
     .command('plan')
     .description('Simulate a retry policy: delay and elapsed-time percentiles per retry')
+    .option(
+      '--preset <name>',
+      `start from a named policy (${Object.keys(policyPresets).join(', ')}); other flags change it`,
+    )
     .option(
       '--strategy <name>',
       `backoff strategy: ${strategyNames.join(', ')} (default ${d.strategy})`,
@@ -107,6 +114,14 @@ export function flagOf(field: string): string {
  */
 function policyFromFlags(flags: PlanFlags): RetryPolicy {
   const input: Record<string, unknown> = {};
+  if (flags.preset !== undefined) {
+    const preset = policyPresets[flags.preset as keyof typeof policyPresets];
+    if (!Object.hasOwn(policyPresets, flags.preset) || preset === undefined)
+      throw new CliUsageError(
+        `--preset: must be one of ${Object.keys(policyPresets).join(', ')}, got "${flags.preset}"`,
+      );
+    Object.assign(input, preset, { scheduleMs: [...(preset.scheduleMs ?? [])] });
+  }
   if (flags.strategy !== undefined) input.strategy = flags.strategy;
   for (const field of numericFields) {
     const value = flags[field];

@@ -29,6 +29,8 @@ export interface BackoffOptions {
   jitter: number;
   /** Width in milliseconds of the uniform term the Google strategy adds. */
   randomMs: number;
+  /** The schedule strategy's delays, one per retry (the last repeated). */
+  scheduleMs?: readonly number[] | undefined;
 }
 
 /** A backoff strategy: a pure function from a retry to its delay in milliseconds. */

@@ -12,6 +12,7 @@ import { fullJitterDelay } from './full-jitter.js';
 import { googleDelay } from './google.js';
 import { linearDelay } from './linear.js';
 import { normalJitterDelay } from './normal-jitter.js';
+import { scheduleDelay } from './schedule.js';
 
 export type { BackoffInput, BackoffOptions, BackoffStrategy } from './backoff.js';
 
@@ -28,6 +29,7 @@ export const strategyNames = [
   'decorrelated-jitter',
   'google',
   'normal-jitter',
+  'schedule',
 ] as const;
 
 /** The name of a backoff strategy. */
@@ -42,6 +44,7 @@ const strategies: Record<StrategyName, BackoffStrategy> = {
   'decorrelated-jitter': decorrelatedJitterDelay,
   google: googleDelay,
   'normal-jitter': normalJitterDelay,
+  schedule: scheduleDelay,
 };
 
 /** What {@link computeDelay} reads from a policy; a `RetryPolicy` is one. */

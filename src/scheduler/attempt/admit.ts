@@ -99,7 +99,12 @@ export function deferAttempt<T>(
   retryAt: number,
   reason: DeferralReason,
 ): Attempt {
-  const why = { breaker: 'the circuit of', pause: 'pause', bulkhead: 'the bulkhead of' }[reason];
+  const why = {
+    breaker: 'the circuit of',
+    pause: 'pause',
+    bulkhead: 'the bulkhead of',
+    'rate-limit': 'the rate limit of',
+  }[reason];
   const { attempt, meta, life, state, now } = a;
   a.handle.forget();
   if (state.deferrals + 1 > ctx.maxDeferrals) {

@@ -62,6 +62,9 @@ export interface AttemptContext<T> {
   readonly breakerKeyOf: (key: string | undefined) => string | undefined;
   /** How many jobs of one key may run at once in this process. */
   readonly keyConcurrency: (job: RequeueJob<T>) => number;
+  /** Reserves the key's next rate-limit slot for the job (`rateLimit`), when on. */
+  readonly rateSlot:
+    ((job: RequeueJob<T>, key: string, now: number) => Promise<number | undefined>) | undefined;
   /** The fleet's adaptive limit per key (`adaptiveConcurrency`), when on. */
   readonly limits: KeyLimits | undefined;
   /** The worker's own concurrency limit learned from latency (`concurrencyLimit`), when on. */

@@ -16,6 +16,7 @@ import type { StoredState } from '../bullmq/job-moves.js';
 import { Admitted, admit, askBreaker, deferFull, dying } from './admit.js';
 import type { Attempt, AttemptContext } from './context.js';
 import { AttemptHandle } from './handle.js';
+import { holdForRate } from './rate-admit.js';
 import { runHandler } from './run-handler.js';
 import { throttledUntil } from './throttled.js';
 import { attemptSignal } from '../worker-limit.js';
@@ -63,6 +64,11 @@ async function admitAndRun<T>(
 ): Promise<unknown> {
   let settled: Attempt | undefined;
   try {
+    // A rate-limited key: the attempt waits for its reserved slot (deferred, no attempt used).
+    if (a.key !== undefined && ctx.rateSlot !== undefined) {
+      const held = await holdForRate(ctx, a, a.key);
+      if (held !== undefined) return ctx.apply(a.handle.bullJob, token, held);
+    }
     // Adaptive concurrency: a lease under the key's fleet-wide limit, or deferred as a full bulkhead.
     if (a.entered && ctx.limits !== undefined) {
       a.lease = await ctx.limits.acquire(a.key!);

@@ -18,6 +18,7 @@ import type { RequeueQueue } from '../../../src/scheduler/queue.js';
 import { defaultSecretHeaders, redactValue } from '../../../src/util/redact.js';
 import { systemClock, type Clock } from '../../../src/util/system.js';
 import { HttpError } from '../http.js';
+import type { SsrfOptions } from '../../webhook/ssrf.js';
 import type { AdminAccess } from './access.js';
 import { parseTime } from './schemas.js';
 
@@ -41,6 +42,8 @@ export interface AdminApiOptions {
   redactHeaders: readonly string[];
   logger: Logger;
   clock?: Clock;
+  /** The SSRF guard's options for endpoint URLs written through the API. @defaultValue public addresses only */
+  endpointWrites?: SsrfOptions;
 }
 
 /** The stores of one queue, made once. */

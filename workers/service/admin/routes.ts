@@ -7,6 +7,7 @@ import { breakersRoutes } from './breakers.js';
 import { adminContext, type AdminApiOptions } from './context.js';
 import { dlqRoutes } from './dlq.js';
 import { endpointsRoutes } from './endpoints.js';
+import { endpointRegistryRoutes } from './endpoint-registry.js';
 import { jobsRoutes } from './jobs.js';
 import { queuesRoutes } from './queues.js';
 import { scheduleRoutes } from './schedule.js';
@@ -21,6 +22,7 @@ const resources = [
   dlqRoutes,
   breakersRoutes,
   endpointsRoutes,
+  endpointRegistryRoutes,
 ] as const;
 
 /**
