@@ -100,3 +100,27 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     pattern: `${base}:*`,
   };
 }
+
+/**
+ * Keys of a webhook queue's delivery log (`workers/webhook/delivery-log.ts`),
+ * in the queue's slot. An entry's member in every index is
+ * `<entryId> <endpointId> <messageId>` (ids have no spaces), so retention
+ * finds every key an entry touches from the member alone.
+ */
+export function deliveryLogKeys(queue: string, prefix = 'requeue') {
+  const base = `${prefix}:${queueHashTag(queue)}:dlog`;
+  return {
+    /** The prefix the retention script builds the other keys from. */
+    base: `${base}:`,
+    /** Sorted set: every entry's member, scored by its attempt's start (ms). */
+    index: base,
+    /** String: one attempt as JSON, expiring with the retention. */
+    entry: (entryId: string) => `${base}:e:${entryId}`,
+    /** Sorted set: the entries of one message (event id), scored by time. */
+    byMessage: (messageId: string) => `${base}:m:${messageId}`,
+    /** Sorted set: the entries of one endpoint, scored by time. */
+    byEndpoint: (endpointId: string) => `${base}:p:${endpointId}`,
+    /** String: the token of the retention pass running, one at a time for the fleet. */
+    trimLock: `${base}-trim-lock`,
+  };
+}

@@ -32,6 +32,7 @@ export const scriptNames = [
   'replayDead',
   'startLife',
   'trimDeadBatch',
+  'trimDeliveryLog',
 ] as const;
 
 /** The name of one of requeue's Lua scripts. */
@@ -368,4 +369,14 @@ export async function trimDeadBatch(
 ): Promise<[byAge: number, byCount: number]> {
   const reply = await run(redis, 'trimDeadBatch', keys, args);
   return tuple<[number, number]>('trimDeadBatch', reply, [int, int], '2 integers');
+}
+
+/** One delivery-log retention batch: [removed, 0], or [-1, lock ms left] when another pass holds the lock. */
+export async function trimDeliveryLog(
+  redis: RedisClient,
+  keys: [index: string, trimLock: string],
+  args: [base: string, cutoffMs: number, limit: number, token: string, lockMs: number],
+): Promise<[removed: number, lockMsLeft: number]> {
+  const reply = await run(redis, 'trimDeliveryLog', keys, args);
+  return tuple<[number, number]>('trimDeliveryLog', reply, [int, int], '2 integers');
 }

@@ -18,6 +18,8 @@ import {
 import { defaultSecretHeaders } from '../../src/util/redact.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
 import { deliverWebhook, WebhookDeliveryError, type DeliveryResult } from './deliver.js';
+import { DeliveryLog, type DeliveryLogOptionsInput } from './delivery-log.js';
+import { DeliveryLogRecorder } from './delivery-log-recorder.js';
 import { secretProblem } from './signature.js';
 import { createSsrfGuard, type SsrfOptions } from './ssrf.js';
 
@@ -156,6 +158,12 @@ export interface WebhookWorkerOptions
    * @defaultValue `[]`
    */
   redactHeaders?: readonly string[];
+  /**
+   * The delivery log: every attempt, searchable, kept for `retentionMs`;
+   * `false` keeps none; a {@link DeliveryLog} is used as given.
+   * @defaultValue `{}` (30 days, 256-byte excerpts)
+   */
+  deliveryLog?: DeliveryLogOptionsInput | DeliveryLog | false;
 }
 
 /**
@@ -180,6 +188,8 @@ const webhookRetryableStatuses = [
 export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
   /** The disabled-endpoint store this worker reads and writes. */
   readonly endpoints: EndpointStore;
+  /** The delivery log's writer, unless `deliveryLog: false`. */
+  readonly deliveryLog: DeliveryLogRecorder | undefined;
   private readonly ownsEndpoints: boolean;
   private readonly agents: { http: HttpAgent; https: HttpsAgent };
   /** The connection this worker opened (from a URL), closed with it. */
@@ -198,6 +208,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       disabledCacheTtlMs,
       endpoints: givenEndpoints,
       redactHeaders = [],
+      deliveryLog,
       ...workerOptions
     } = options;
     const clock = options.clock ?? systemClock;
@@ -219,6 +230,16 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         clock,
         ...(disabledCacheTtlMs !== undefined ? { cacheTtlMs: disabledCacheTtlMs } : {}),
       });
+    const recorder =
+      deliveryLog === false
+        ? undefined
+        : new DeliveryLogRecorder(
+            deliveryLog instanceof DeliveryLog
+              ? deliveryLog
+              : new DeliveryLog(redis, queue, deliveryLog, { clock }),
+            clock,
+            logger,
+          );
 
     const handler = async (job: RequeueJob<WebhookJob>): Promise<DeliveryResult> => {
       const { endpoint, event } = job.data;
@@ -238,7 +259,10 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
           guard,
           agents,
           signal: job.signal,
-          onAttempt: (details) => job.annotate({ ...details }),
+          onAttempt: (details) => {
+            job.annotate({ ...details });
+            recorder?.note(job.id, job.attempt, job.data, details);
+          },
           timeoutMs,
           secretHeaders,
           ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
@@ -297,6 +321,8 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       throw err;
     }
     this.endpoints = endpoints;
+    this.deliveryLog = recorder;
+    recorder?.attach(this);
     this.ownsEndpoints = givenEndpoints === undefined;
     this.agents = agents;
     this.ownedRedis = owned ? redis : undefined;
@@ -304,6 +330,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
 
   override async close(options: { timeoutMs?: number } = {}): Promise<void> {
     await super.close(options);
+    await this.deliveryLog?.close();
     this.agents.http.destroy();
     this.agents.https.destroy();
     if (this.ownsEndpoints) await this.endpoints.close();
