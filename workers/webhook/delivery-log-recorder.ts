@@ -11,7 +11,12 @@ import { RetentionKeeper } from '../../src/scheduler/dlq/retention-keeper.js';
 import type { TypedEmitter, WorkerEvents } from '../../src/scheduler/events.js';
 import type { Clock } from '../../src/util/system.js';
 import { capBytes, capError, type DeliveryOutcome } from './delivery-log-entry.js';
-import type { DeliveryLog, NewDeliveryLogEntry } from './delivery-log.js';
+import type { RedisClient } from '../../src/redis/connection.js';
+import {
+  DeliveryLog,
+  type DeliveryLogOptionsInput,
+  type NewDeliveryLogEntry,
+} from './delivery-log.js';
 import type { DeliveryDetails } from './delivery-types.js';
 
 /** Notes kept at most, per worker: a note whose move never came (a lost lock) is dropped oldest first. */
@@ -129,4 +134,18 @@ export class DeliveryLogRecorder {
     this.writing.add(write);
     void write.finally(() => this.writing.delete(write));
   }
+}
+
+/** The recorder a webhook worker's `deliveryLog` option asks for, or none for `false`. */
+export function deliveryLogRecorder(
+  option: DeliveryLogOptionsInput | DeliveryLog | false | undefined,
+  redis: RedisClient,
+  queue: string,
+  clock: Clock,
+  logger: Logger,
+): DeliveryLogRecorder | undefined {
+  if (option === false) return undefined;
+  const log =
+    option instanceof DeliveryLog ? option : new DeliveryLog(redis, queue, option, { clock });
+  return new DeliveryLogRecorder(log, clock, logger);
 }

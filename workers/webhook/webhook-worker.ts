@@ -18,8 +18,9 @@ import {
 import { defaultSecretHeaders } from '../../src/util/redact.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
 import { deliverWebhook, WebhookDeliveryError, type DeliveryResult } from './deliver.js';
-import { DeliveryLog, type DeliveryLogOptionsInput } from './delivery-log.js';
-import { DeliveryLogRecorder } from './delivery-log-recorder.js';
+import type { DeliveryLog, DeliveryLogOptionsInput } from './delivery-log.js';
+import { deliveryLogRecorder, type DeliveryLogRecorder } from './delivery-log-recorder.js';
+import { caSchema } from './tls-ca.js';
 import { secretProblem } from './signature.js';
 import { createSsrfGuard, type SsrfOptions } from './ssrf.js';
 
@@ -47,6 +48,8 @@ export const webhookJobSchema = z.object({
     id: z.string().regex(/^[^\s/]{1,200}$/, 'must be 1–200 characters, without spaces or "/"'),
     url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
     secret: z.union([secretSchema, z.array(secretSchema).min(1).max(10)]).optional(),
+    /** A CA (PEM) this endpoint's certificate is also checked against: for testing. */
+    ca: caSchema.optional(),
     /** Deliveries to this endpoint at once in one worker process (its bulkhead). */
     maxConcurrency: z.number().int().min(1).max(1_000).optional(),
   }),
@@ -230,16 +233,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         clock,
         ...(disabledCacheTtlMs !== undefined ? { cacheTtlMs: disabledCacheTtlMs } : {}),
       });
-    const recorder =
-      deliveryLog === false
-        ? undefined
-        : new DeliveryLogRecorder(
-            deliveryLog instanceof DeliveryLog
-              ? deliveryLog
-              : new DeliveryLog(redis, queue, deliveryLog, { clock }),
-            clock,
-            logger,
-          );
+    const recorder = deliveryLogRecorder(deliveryLog, redis, queue, clock, logger);
 
     const handler = async (job: RequeueJob<WebhookJob>): Promise<DeliveryResult> => {
       const { endpoint, event } = job.data;
