@@ -62,10 +62,19 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
      * geometry `g`, and `cf` (failures in a row). @see src/policy/window.ts
      */
     breakerWindow: (key: string) => `${base}:breaker-window:${key}`,
-    /** Set: breaker keys that are not closed, so a starting worker can load them. */
+    /** Set: breaker keys that are not closed, so a starting worker can load them; expires when idle. */
     breakerOpenKeys: `${base}:breaker-open`,
-    /** Set: every breaker key seen, for `requeue breaker status`. */
+    /** Set: breaker keys isolated by hand (forced open); never expires. */
+    breakerIsolatedKeys: `${base}:breaker-isolated`,
+    /** Set: breaker keys seen before keys expired when idle (read only now; `breakerSeenKeys` replaced it). */
     breakerKnownKeys: `${base}:breaker-known`,
+    /**
+     * Sorted set: breaker keys seen, scored by their last record (ms);
+     * trimmed of keys idle past the breaker's `idleMs`, and gone when all are.
+     */
+    breakerSeenKeys: `${base}:breaker-seen`,
+    /** Prefix of the breaker state hashes (`breaker` above), for the record script's trim. */
+    breakerPrefix: `${base}:breaker:`,
     /** Pub/sub channel for breaker transitions. */
     breakerChannel: `${base}:breaker-events`,
     /** Hash: the retry budget's token bucket (`tokens`, `denied`). */

@@ -52,7 +52,7 @@ function run(
 /** Compare-and-set of a breaker's state: 1 when written, 0 when its version moved. */
 export async function breakerCas(
   redis: RedisClient,
-  keys: [breaker: string, window: string, openKeys: string],
+  keys: [breaker: string, window: string, openKeys: string, isolatedKeys: string],
   args: [
     version: number,
     stateJson: string,
@@ -61,6 +61,8 @@ export async function breakerCas(
     channel: string,
     messageJson: string,
     clearWindow: 0 | 1 | 2,
+    idleMs: number | '',
+    isolated: 0 | 1,
   ],
 ): Promise<number> {
   return one('breakerCas', await run(redis, 'breakerCas', keys, args), int, 'an integer');
@@ -80,7 +82,7 @@ export type BreakerRecordReply = [
 /** Adds a batch of outcomes to a breaker's window. */
 export async function breakerRecord(
   redis: RedisClient,
-  keys: [window: string, state: string, knownKeys: string],
+  keys: [window: string, state: string, seenKeys: string, openKeys: string],
   args: [
     bucketMs: number,
     buckets: number,
@@ -91,6 +93,8 @@ export async function breakerRecord(
     breakerKey: string,
     atMs: number | '',
     attempts: number | '',
+    idleMs: number | '',
+    statePrefix: string,
   ],
 ): Promise<BreakerRecordReply> {
   const reply = await run(redis, 'breakerRecord', keys, args);

@@ -84,6 +84,7 @@ export type WebhookJobInput = z.input<typeof webhookJobSchema>;
  * attempts 1 s later), one at a time and one more per success, and closes
  * when 2 of 4 succeed; 3 failed probes reopen it. Down, an endpoint gets at
  * most 3 requests per open period: ≤ 3 per 30 s once the period is at its cap.
+ * An endpoint idle 5 minutes leaves no breaker state (it starts closed).
  */
 export const webhookBreakerDefaults = Object.freeze({
   failureRate: 0.95,
@@ -98,6 +99,7 @@ export const webhookBreakerDefaults = Object.freeze({
   halfOpenRetryMs: 500,
   firstTryProbeDelayMs: 1_000,
   probeTimeoutMs: 20_000,
+  idleMs: 300_000,
 }) satisfies BreakerOptionsInput;
 
 /**
@@ -106,13 +108,15 @@ export const webhookBreakerDefaults = Object.freeze({
  * and follow what the endpoint shows — one more per round trip while it
  * answers within 10 s, ×0.7 on a timeout or a retryable failure (5xx,
  * refused), back to 1 after a 429 pause and up again by slow start — between
- * 1 and 100. A lease outlives the delivery timeout (plus the body's).
+ * 1 and 100. A lease outlives the delivery timeout (plus the body's). An
+ * endpoint idle 5 minutes leaves no limit state.
  */
 export const webhookAdaptiveDefaults = Object.freeze({
   floor: 1,
   ceiling: 100,
   initial: 10,
   latencyTargetMs: 10_000,
+  idleMs: 300_000,
 }) satisfies AdaptiveConcurrencyInput;
 
 /** Defaults of a webhook worker, the same for the standalone process and the service. */
