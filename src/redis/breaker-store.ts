@@ -134,7 +134,9 @@ export class BreakerStore {
       {
         window: this.keys.breakerWindow(key),
         state: this.keys.breaker(key),
-        knownKeys: this.keys.breakerKnownKeys,
+        seenKeys: this.keys.breakerSeenKeys,
+        openKeys: this.keys.breakerOpenKeys,
+        statePrefix: this.keys.breakerPrefix,
       },
       {
         geometry: this.geometry,
@@ -144,6 +146,7 @@ export class BreakerStore {
         hadSuccess: batch.successes > 0,
         breakerKey: key,
         attempts: batch.successes + batch.failures,
+        idleMs: this.options.idleMs,
       },
     );
     if (
@@ -202,7 +205,11 @@ export class BreakerStore {
 
   /** Keys whose breaker is not closed, with their states. */
   async openBreakers(): Promise<Map<string, BreakerState>> {
-    const keys = await this.redis.smembers(this.keys.breakerOpenKeys);
+    const [open, isolated] = await Promise.all([
+      this.redis.smembers(this.keys.breakerOpenKeys),
+      this.redis.smembers(this.keys.breakerIsolatedKeys),
+    ]);
+    const keys = [...new Set([...open, ...isolated])];
     // Sent together, not one round trip after another: a scrape or a reload
     // with a thousand endpoints down takes one wait, not a thousand.
     const states = await Promise.all(keys.map((key) => this.read(key)));
@@ -211,11 +218,13 @@ export class BreakerStore {
 
   /** Every key that has recorded outcomes or been set by hand. */
   async knownKeys(): Promise<string[]> {
-    const [known, open] = await Promise.all([
+    const [seen, known, open, isolated] = await Promise.all([
+      this.redis.zrange(this.keys.breakerSeenKeys, 0, -1),
       this.redis.smembers(this.keys.breakerKnownKeys),
       this.redis.smembers(this.keys.breakerOpenKeys),
+      this.redis.smembers(this.keys.breakerIsolatedKeys),
     ]);
-    return [...new Set([...known, ...open])].sort();
+    return [...new Set([...seen, ...known, ...open, ...isolated])].sort();
   }
 
   /**
@@ -265,7 +274,12 @@ export class BreakerStore {
         : undefined;
       const written = await lua.breakerCas(
         this.redis,
-        [this.keys.breaker(key), this.keys.breakerWindow(key), this.keys.breakerOpenKeys],
+        [
+          this.keys.breaker(key),
+          this.keys.breakerWindow(key),
+          this.keys.breakerOpenKeys,
+          this.keys.breakerIsolatedKeys,
+        ],
         [
           current.version,
           JSON.stringify(next.state),
@@ -275,6 +289,8 @@ export class BreakerStore {
           message ? JSON.stringify(message) : '',
           // A reset clears the window; a close from half-open forgets its failures only.
           clearWindow ? 1 : next.transition === 'closed' ? 2 : 0,
+          this.options.idleMs,
+          next.state.phase === 'open' && next.state.isolated === true ? 1 : 0,
         ],
       );
       if (written === 1) return { verdict: next.verdict, ...(message ? { message } : {}) };

@@ -62,10 +62,19 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
      * geometry `g`, and `cf` (failures in a row). @see src/policy/window.ts
      */
     breakerWindow: (key: string) => `${base}:breaker-window:${key}`,
-    /** Set: breaker keys that are not closed, so a starting worker can load them. */
+    /** Set: breaker keys that are not closed, so a starting worker can load them; expires when idle. */
     breakerOpenKeys: `${base}:breaker-open`,
-    /** Set: every breaker key seen, for `requeue breaker status`. */
+    /** Set: breaker keys isolated by hand (forced open); never expires. */
+    breakerIsolatedKeys: `${base}:breaker-isolated`,
+    /** Set: breaker keys seen before keys expired when idle (read only now; `breakerSeenKeys` replaced it). */
     breakerKnownKeys: `${base}:breaker-known`,
+    /**
+     * Sorted set: breaker keys seen, scored by their last record (ms);
+     * trimmed of keys idle past the breaker's `idleMs`, and gone when all are.
+     */
+    breakerSeenKeys: `${base}:breaker-seen`,
+    /** Prefix of the breaker state hashes (`breaker` above), for the record script's trim. */
+    breakerPrefix: `${base}:breaker:`,
     /** Pub/sub channel for breaker transitions. */
     breakerChannel: `${base}:breaker-events`,
     /** Hash: the retry budget's token bucket (`tokens`, `denied`). */
@@ -109,5 +118,29 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */
     pattern: `${base}:*`,
+  };
+}
+
+/**
+ * Keys of a webhook queue's delivery log (`workers/webhook/delivery-log.ts`),
+ * in the queue's slot. An entry's member in every index is
+ * `<entryId> <endpointId> <messageId>` (ids have no spaces), so retention
+ * finds every key an entry touches from the member alone.
+ */
+export function deliveryLogKeys(queue: string, prefix = 'requeue') {
+  const base = `${prefix}:${queueHashTag(queue)}:dlog`;
+  return {
+    /** The prefix the retention script builds the other keys from. */
+    base: `${base}:`,
+    /** Sorted set: every entry's member, scored by its attempt's start (ms). */
+    index: base,
+    /** String: one attempt as JSON, expiring with the retention. */
+    entry: (entryId: string) => `${base}:e:${entryId}`,
+    /** Sorted set: the entries of one message (event id), scored by time. */
+    byMessage: (messageId: string) => `${base}:m:${messageId}`,
+    /** Sorted set: the entries of one endpoint, scored by time. */
+    byEndpoint: (endpointId: string) => `${base}:p:${endpointId}`,
+    /** String: the token of the retention pass running, one at a time for the fleet. */
+    trimLock: `${base}-trim-lock`,
   };
 }

@@ -36,6 +36,7 @@ export const scriptNames = [
   'startLife',
   'trimDeadBatch',
   'unparkKeys',
+  'trimDeliveryLog',
 ] as const;
 
 /** The name of one of requeue's Lua scripts. */
@@ -55,7 +56,7 @@ function run(
 /** Compare-and-set of a breaker's state: 1 when written, 0 when its version moved. */
 export async function breakerCas(
   redis: RedisClient,
-  keys: [breaker: string, window: string, openKeys: string],
+  keys: [breaker: string, window: string, openKeys: string, isolatedKeys: string],
   args: [
     version: number,
     stateJson: string,
@@ -64,6 +65,8 @@ export async function breakerCas(
     channel: string,
     messageJson: string,
     clearWindow: 0 | 1 | 2,
+    idleMs: number | '',
+    isolated: 0 | 1,
   ],
 ): Promise<number> {
   return one('breakerCas', await run(redis, 'breakerCas', keys, args), int, 'an integer');
@@ -83,7 +86,7 @@ export type BreakerRecordReply = [
 /** Adds a batch of outcomes to a breaker's window. */
 export async function breakerRecord(
   redis: RedisClient,
-  keys: [window: string, state: string, knownKeys: string],
+  keys: [window: string, state: string, seenKeys: string, openKeys: string],
   args: [
     bucketMs: number,
     buckets: number,
@@ -94,6 +97,8 @@ export async function breakerRecord(
     breakerKey: string,
     atMs: number | '',
     attempts: number | '',
+    idleMs: number | '',
+    statePrefix: string,
   ],
 ): Promise<BreakerRecordReply> {
   const reply = await run(redis, 'breakerRecord', keys, args);
@@ -425,4 +430,14 @@ export async function rateReserve(
   args: [nowMs: number, intervalMs: number, burst: number],
 ): Promise<number> {
   return one('rateReserve', await run(redis, 'rateReserve', [key], args), int, 'an integer');
+}
+
+/** One delivery-log retention batch: [removed, 0], or [-1, lock ms left] when another pass holds the lock. */
+export async function trimDeliveryLog(
+  redis: RedisClient,
+  keys: [index: string, trimLock: string],
+  args: [base: string, cutoffMs: number, limit: number, token: string, lockMs: number],
+): Promise<[removed: number, lockMsLeft: number]> {
+  const reply = await run(redis, 'trimDeliveryLog', keys, args);
+  return tuple<[number, number]>('trimDeliveryLog', reply, [int, int], '2 integers');
 }

@@ -55,7 +55,11 @@ export interface BreakerRecordResult {
 export interface BreakerRecordKeys {
   window: string;
   state: string;
-  knownKeys: string;
+  /** The seen-keys sorted set. */
+  seenKeys: string;
+  openKeys: string;
+  /** Prefix of every key's state hash, for the idle trim. */
+  statePrefix: string;
 }
 
 /** Adds a batch of outcomes to a breaker's window. */
@@ -71,12 +75,14 @@ export async function recordBreakerWindow(
     breakerKey: string;
     /** Attempts in the batch, when `total` is what they add (`countJob`); `total` when absent. */
     attempts?: number;
+    /** State and window expire this long after the write; none when absent. */
+    idleMs?: number;
   },
   atMs?: number,
 ): Promise<BreakerRecordResult> {
   const reply = await lua.breakerRecord(
     redis,
-    [keys.window, keys.state, keys.knownKeys],
+    [keys.window, keys.state, keys.seenKeys, keys.openKeys],
     [
       args.geometry.bucketMs,
       args.geometry.buckets,
@@ -87,6 +93,8 @@ export async function recordBreakerWindow(
       args.breakerKey,
       atMs ?? '',
       args.attempts ?? '',
+      args.idleMs ?? '',
+      keys.statePrefix,
     ],
   );
   const [total, failures, consecutiveFailures, rawState, version, bucketMs, buckets] = reply;

@@ -61,6 +61,7 @@ export class RequeueMetrics {
   private readonly completed: Counter<'queue'>;
   private readonly retries: Counter<'queue' | 'source'>;
   private readonly dead: Counter<'queue' | 'reason'>;
+  private readonly failures: Counter<'queue' | 'reason'>;
   private readonly deferred: Counter<'queue'>;
   private readonly transitions: Counter<'queue' | 'transition'>;
   private readonly budgetExhausted: Counter<'queue' | 'action'>;
@@ -108,6 +109,12 @@ export class RequeueMetrics {
     this.dead = new Counter({
       name: 'requeue_jobs_dead_lettered_total',
       help: 'Jobs moved to the DLQ',
+      labelNames: ['queue', 'reason'],
+      registers,
+    });
+    this.failures = new Counter({
+      name: 'requeue_attempt_failures_total',
+      help: "Failed attempts by the classifier's reason (http-status, network, timeout, tls-certificate, …)",
       labelNames: ['queue', 'reason'],
       registers,
     });
@@ -269,10 +276,16 @@ export class RequeueMetrics {
       this.lateness.observe({ queue }, Math.max(0, e.startedAt - e.scheduledAt) / 1000),
     );
     worker.on('retry:scheduled', (e) => {
+      this.failures.inc({ queue, reason: e.record.classification ?? 'unknown' });
       this.retries.inc({ queue, source: e.record.delaySource ?? 'strategy' });
       this.retryDelay.observe({ queue }, e.delayMs / 1000);
     });
-    worker.on('job:dead-lettered', (e) => this.dead.inc({ queue, reason: e.record.reason }));
+    worker.on('job:dead-lettered', (e) => {
+      this.dead.inc({ queue, reason: e.record.reason });
+      const last = e.record.history.at(-1);
+      if (last?.outcome === 'failed')
+        this.failures.inc({ queue, reason: last.classification ?? 'unknown' });
+    });
     worker.on('job:deferred', () => this.deferred.inc({ queue }));
     worker.on('breaker:opened', () => this.transitions.inc({ queue, transition: 'opened' }));
     worker.on('breaker:half-open', () => this.transitions.inc({ queue, transition: 'half-open' }));

@@ -97,7 +97,9 @@ describe('the Lua window writers agree with src/policy/window.ts', () => {
       const scriptKeys = {
         window: keys.breakerWindow('k'),
         state: keys.breaker('k'),
-        knownKeys: keys.breakerKnownKeys,
+        seenKeys: keys.breakerSeenKeys,
+        openKeys: keys.breakerOpenKeys,
+        statePrefix: keys.breakerPrefix,
       };
       await fc.assert(
         fc.asyncProperty(
@@ -124,8 +126,13 @@ describe('the Lua window writers agree with src/policy/window.ts', () => {
                 await runScript(
                   redis,
                   'breakerCas',
-                  [scriptKeys.state, scriptKeys.window, keys.breakerOpenKeys],
-                  [version, closed, 'closed', 'k', keys.breakerChannel, '', 2],
+                  [
+                    scriptKeys.state,
+                    scriptKeys.window,
+                    keys.breakerOpenKeys,
+                    keys.breakerIsolatedKeys,
+                  ],
+                  [version, closed, 'closed', 'k', keys.breakerChannel, '', 2, '', 0],
                 );
                 model = dropCounters(model, 'f', ['cf']);
                 expect(parseWindowHash(await redis.hgetall(scriptKeys.window))).toEqual(model);
@@ -190,7 +197,9 @@ describe('the Lua window writers agree with src/policy/window.ts', () => {
     const scriptKeys = {
       window: keys.breakerWindow('k'),
       state: keys.breaker('k'),
-      knownKeys: keys.breakerKnownKeys,
+      seenKeys: keys.breakerSeenKeys,
+      openKeys: keys.breakerOpenKeys,
+      statePrefix: keys.breakerPrefix,
     };
     const proposed = { bucketMs: 60_000, buckets: 5 };
     const [seconds] = await redis.time();

@@ -70,6 +70,7 @@ describe('breaker options', () => {
       maxDeferrals: 1_000,
       flushIntervalMs: 100,
       flushSize: 64,
+      idleMs: 600_000,
     });
   });
 

@@ -141,6 +141,30 @@ describe('classifyError: network errors', () => {
     expect(classify(err)).toMatchObject({ reason: 'network', code: 'ECONNRESET' });
   });
 
+  it.each([
+    'DEPTH_ZERO_SELF_SIGNED_CERT',
+    'SELF_SIGNED_CERT_IN_CHAIN',
+    'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+    'CERT_HAS_EXPIRED',
+    'ERR_TLS_CERT_ALTNAME_INVALID',
+  ])(
+    'retries a TLS certificate refusal (%s) as its own reason, on the error or its cause',
+    (code) => {
+      const verdict = { kind: 'retry', reason: 'tls-certificate', code, timeout: false };
+      expect(classify(errorWith({ code }))).toEqual(verdict);
+      expect(classify(new Error('POST failed', { cause: errorWith({ code }) }))).toEqual(verdict);
+    },
+  );
+
+  it('names the TLS code even when permanent unknown errors are asked for (a certificate gets fixed)', () => {
+    const options = parseClassifyOptions({ unknownErrors: 'permanent' });
+    const err = errorWith({ code: 'CERT_HAS_EXPIRED' });
+    expect(classifyError(err, options, 0)).toMatchObject({
+      kind: 'retry',
+      reason: 'tls-certificate',
+    });
+  });
+
   it('leaves ENOTFOUND to unknownErrors unless listed in retryableCodes', () => {
     const err = errorWith({ code: 'ENOTFOUND' });
     expect(classify(err)).toEqual({

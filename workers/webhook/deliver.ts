@@ -192,6 +192,7 @@ export async function deliverWebhook(
         headers,
         lookup: guard.lookup,
         agent: agent ?? false,
+        ...(url.protocol === 'https:' && job.endpoint.ca !== undefined && { ca: job.endpoint.ca }),
         ...(url.username || url.password
           ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }
           : {}),

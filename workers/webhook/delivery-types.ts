@@ -9,6 +9,8 @@ export interface WebhookDelivery {
     url: string;
     /** Signs the request; several sign it during a rotation; none sends it unsigned. */
     secret?: WebhookSecret | undefined;
+    /** A CA (PEM) the endpoint's certificate may also chain to: for testing. */
+    ca?: string | undefined;
   };
   event: {
     /** Sent as `webhook-id`: the receiver's idempotency key, the same on every attempt. */

@@ -30,6 +30,9 @@ import {
 } from '../../src/policy/endpoint-record.js';
 import { EndpointRegistry } from '../../src/redis/endpoint-registry.js';
 import { currentDelivery, endpointRateLimit } from './registered-endpoint.js';
+import type { DeliveryLog, DeliveryLogOptionsInput } from './delivery-log.js';
+import { deliveryLogRecorder, type DeliveryLogRecorder } from './delivery-log-recorder.js';
+import { caSchema } from './tls-ca.js';
 import { createSsrfGuard, type SsrfOptions } from './ssrf.js';
 
 /**
@@ -44,6 +47,8 @@ export const webhookJobSchema = z.object({
     id: endpointIdSchema,
     url: endpointUrlSchema,
     secret: z.union([webhookSecretSchema, z.array(webhookSecretSchema).min(1).max(10)]).optional(),
+    /** A CA (PEM) this endpoint's certificate is also checked against: for testing. */
+    ca: caSchema.optional(),
     /** Deliveries to this endpoint at once in one worker process (its bulkhead). */
     maxConcurrency: z.number().int().min(1).max(1_000).optional(),
     /** Deliveries per second to it, fleet-wide (a registered endpoint's own limit wins). */
@@ -82,6 +87,7 @@ export type WebhookJobInput = z.input<typeof webhookJobSchema>;
  * attempts 1 s later), one at a time and one more per success, and closes
  * when 2 of 4 succeed; 3 failed probes reopen it. Down, an endpoint gets at
  * most 3 requests per open period: ≤ 3 per 30 s once the period is at its cap.
+ * An endpoint idle 5 minutes leaves no breaker state (it starts closed).
  */
 export const webhookBreakerDefaults = Object.freeze({
   failureRate: 0.95,
@@ -96,6 +102,7 @@ export const webhookBreakerDefaults = Object.freeze({
   halfOpenRetryMs: 500,
   firstTryProbeDelayMs: 1_000,
   probeTimeoutMs: 20_000,
+  idleMs: 300_000,
 }) satisfies BreakerOptionsInput;
 
 /**
@@ -105,13 +112,15 @@ export const webhookBreakerDefaults = Object.freeze({
  * answers within 10 s, ×0.7 on a timeout or a retryable failure (5xx,
  * refused) or a 429 (then back in 2 s along CUBIC's curve; the endpoint is
  * paused whole only when it keeps answering 429) — between 1 and 100. A
- * lease outlives the delivery timeout (plus the body's).
+ * lease outlives the delivery timeout (plus the body's). An endpoint idle 5
+ * minutes leaves no limit state.
  */
 export const webhookAdaptiveDefaults = Object.freeze({
   floor: 1,
   ceiling: 100,
   initial: 10,
   latencyTargetMs: 10_000,
+  idleMs: 300_000,
 }) satisfies AdaptiveConcurrencyInput;
 
 /** Defaults of a webhook worker, the same for the standalone process and the service. */
@@ -162,6 +171,12 @@ export interface WebhookWorkerOptions
    * @defaultValue `[]`
    */
   redactHeaders?: readonly string[];
+  /**
+   * The delivery log: every attempt, searchable, kept for `retentionMs`;
+   * `false` keeps none; a {@link DeliveryLog} is used as given.
+   * @defaultValue `{}` (30 days, 256-byte excerpts)
+   */
+  deliveryLog?: DeliveryLogOptionsInput | DeliveryLog | false;
 }
 
 /**
@@ -186,6 +201,8 @@ const webhookRetryableStatuses = [
 export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
   /** The disabled-endpoint store this worker reads and writes. */
   readonly endpoints: EndpointStore;
+  /** The delivery log's writer, unless `deliveryLog: false`. */
+  readonly deliveryLog: DeliveryLogRecorder | undefined;
   private readonly ownsEndpoints: boolean;
   private readonly agents: { http: HttpAgent; https: HttpsAgent };
   /** The connection this worker opened (from a URL), closed with it. */
@@ -205,6 +222,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       endpoints: givenEndpoints,
       registry: givenRegistry,
       redactHeaders = [],
+      deliveryLog,
       ...workerOptions
     } = options;
     const clock = options.clock ?? systemClock;
@@ -227,6 +245,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         clock,
         ...(disabledCacheTtlMs !== undefined ? { cacheTtlMs: disabledCacheTtlMs } : {}),
       });
+    const recorder = deliveryLogRecorder(deliveryLog, redis, queue, clock, logger);
 
     const recordOf = (job: WebhookJob) =>
       job.endpoint.registered ? registry.cached(queue, job.endpoint.id) : undefined;
@@ -250,7 +269,10 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
           guard,
           agents,
           signal: job.signal,
-          onAttempt: (details) => job.annotate({ ...details }),
+          onAttempt: (details) => {
+            job.annotate({ ...details });
+            recorder?.note(job.id, job.attempt, job.data, details);
+          },
           timeoutMs,
           secretHeaders: record?.secretHeaders
             ? [...secretHeaders, ...record.secretHeaders]
@@ -313,6 +335,8 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       throw err;
     }
     this.endpoints = endpoints;
+    this.deliveryLog = recorder;
+    recorder?.attach(this);
     this.ownsEndpoints = givenEndpoints === undefined;
     this.agents = agents;
     this.ownedRedis = owned ? redis : undefined;
@@ -320,6 +344,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
 
   override async close(options: { timeoutMs?: number } = {}): Promise<void> {
     await super.close(options);
+    await this.deliveryLog?.close();
     this.agents.http.destroy();
     this.agents.https.destroy();
     if (this.ownsEndpoints) await this.endpoints.close();

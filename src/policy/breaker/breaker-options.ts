@@ -66,12 +66,23 @@ export const breakerOptionsSchema = z
     flushIntervalMs: positiveMs.default(100),
     /** …or as soon as this many are waiting. @defaultValue `64` */
     flushSize: z.number().int().min(1).max(10_000).default(64),
+    /**
+     * A key's breaker state and window expire this long after their last
+     * write, and the key leaves the set of keys seen: a key idle this long
+     * starts closed. A circuit isolated by hand never expires.
+     * @defaultValue `600_000` (10 minutes)
+     */
+    idleMs: positiveMs.default(600_000),
   })
   .refine((o) => o.maxOpenMs === undefined || o.maxOpenMs >= o.openMs, {
     message: 'maxOpenMs must be ≥ openMs',
     path: ['maxOpenMs'],
   })
-  .transform((o) => ({ ...o, maxOpenMs: o.maxOpenMs ?? Math.max(o.openMs, 30_000) }));
+  .transform((o) => ({ ...o, maxOpenMs: o.maxOpenMs ?? Math.max(o.openMs, 30_000) }))
+  .refine((o) => o.idleMs >= o.windowMs && o.idleMs >= o.maxOpenMs, {
+    message: 'idleMs must be ≥ windowMs and ≥ maxOpenMs',
+    path: ['idleMs'],
+  });
 
 export type BreakerOptions = z.output<typeof breakerOptionsSchema>;
 export type BreakerOptionsInput = z.input<typeof breakerOptionsSchema>;

@@ -36,6 +36,30 @@ const NETWORK_CODES: ReadonlyMap<string, boolean> = new Map([
   ['UND_ERR_BODY_TIMEOUT', true],
 ]);
 
+/**
+ * Node's codes for a TLS certificate the client refused: self-signed,
+ * expired, not yet valid, for another name, or signed by no CA it trusts.
+ * Retried on the schedule (a certificate gets fixed), as reason
+ * `tls-certificate` so history, metrics and the dashboard can say so.
+ */
+const TLS_CERT_CODES: ReadonlySet<string> = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'INVALID_CA',
+  'PATH_LENGTH_EXCEEDED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'HOSTNAME_MISMATCH',
+]);
+
 /** Error names meaning the caller stopped waiting (`AbortSignal.timeout()` gives TimeoutError). */
 const TIMEOUT_NAMES: ReadonlySet<unknown> = new Set(['AbortError', 'TimeoutError']);
 
@@ -105,7 +129,13 @@ export const defaultClassifyOptions: ClassifyOptions = Object.freeze(parseClassi
 
 /** Why a failure is retried. */
 export type RetryReason =
-  'http-status' | 'network' | 'timeout' | 'retryable-error' | 'unknown-error' | 'predicate';
+  | 'http-status'
+  | 'network'
+  | 'timeout'
+  | 'tls-certificate'
+  | 'retryable-error'
+  | 'unknown-error'
+  | 'predicate';
 
 /** Why a failure is not retried. */
 export type PermanentReason =
@@ -150,7 +180,8 @@ function capDelay(ms: unknown, max: number): number | undefined {
  * 3. An HTTP status in 400..599 (see {@link readStatus}): `retryableStatuses`
  *    retry, `goneStatuses` are `gone`, every other one is permanent.
  *    Statuses below 400 say nothing about the failure and fall through.
- * 4. A network code on the error or its `cause` (built-in list or
+ * 4. A TLS certificate code on the error or its `cause` → retry, reason
+ *    `tls-certificate`; else a network code (built-in list or
  *    `retryableCodes`) → retry, reason `timeout` for the timeout codes.
  * 5. An `AbortError` or `TimeoutError` (also a DOMException, also as `cause`)
  *    → retry, reason `timeout`.
@@ -167,7 +198,8 @@ export function classifyError(err: unknown, options: ClassifyOptions, now: numbe
   const status = readStatus(err);
   const codes = readCodes(err);
   const networkCode = codes.find((c) => NETWORK_CODES.has(c) || options.retryableCodes.includes(c));
-  const code = networkCode ?? codes[0];
+  const tlsCode = codes.find((c) => TLS_CERT_CODES.has(c));
+  const code = tlsCode ?? networkCode ?? codes[0];
   const timeoutName =
     TIMEOUT_NAMES.has(readProperty(err, 'name')) ||
     TIMEOUT_NAMES.has(readProperty(readProperty(err, 'cause'), 'name'));
@@ -212,6 +244,7 @@ export function classifyError(err: unknown, options: ClassifyOptions, now: numbe
   if (status !== undefined && options.goneStatuses.includes(status)) return permanent('gone');
   if (status !== undefined && status >= 400) return permanent('http-status');
 
+  if (tlsCode !== undefined) return retry('tls-certificate');
   if (networkCode !== undefined) return retry(timeout ? 'timeout' : 'network');
   if (timeoutName) return retry('timeout');
 

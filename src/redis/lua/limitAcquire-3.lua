@@ -31,4 +31,7 @@ local last = rcall('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
 rcall('PEXPIRE', KEYS[3], math.max(expiry, tonumber(last[2])) - now)
 rcall('ZADD', KEYS[1], 'GT', expiry, ARGV[1])
 rcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[7]))
+-- The index itself goes idleMs after its latest member's time: nothing is left once every key is idle.
+local top = rcall('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+rcall('PEXPIRE', KEYS[1], math.max(1, tonumber(top[2]) + tonumber(ARGV[7]) - now))
 return {1, inflight + 1, string.format('%.17g', limit), now}

@@ -76,5 +76,7 @@ else
   rcall('HSET', KEYS[2], 'l', l, 't', t, 'd', decreasedAt, 'm', m, 'r', throttles)
   rcall('PEXPIRE', KEYS[2], ARGV[12])
   rcall('ZADD', KEYS[1], 'GT', now, ARGV[1])
+  local top = rcall('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  rcall('PEXPIRE', KEYS[1], math.max(1, tonumber(top[2]) + tonumber(ARGV[12]) - now))
 end
 return {l, t, decreasedAt, left, m, throttles}

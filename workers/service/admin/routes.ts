@@ -5,6 +5,7 @@ import { jsonSchemaTransform, type FastifyPluginAsyncZod } from 'fastify-type-pr
 import { bearerMatches } from '../http.js';
 import { breakersRoutes } from './breakers.js';
 import { adminContext, type AdminApiOptions } from './context.js';
+import { deliveriesRoutes } from './deliveries.js';
 import { dlqRoutes } from './dlq.js';
 import { endpointsRoutes } from './endpoints.js';
 import { endpointRegistryRoutes } from './endpoint-registry.js';
@@ -23,13 +24,14 @@ const resources = [
   breakersRoutes,
   endpointsRoutes,
   endpointRegistryRoutes,
+  deliveriesRoutes,
 ] as const;
 
 /**
  * The admin API, mounted under `/admin`: queues and counts, the retry
  * schedule, jobs with their next attempt time, the DLQ (list, show, replay,
  * purge), breakers (status, open, close), the budget, webhook endpoints
- * (list, enable, disable), and `GET /admin/openapi.json`. Reads only read
+ * (list, enable, disable), the delivery log, and `GET /admin/openapi.json`. Reads only read
  * (promise 3); replay and purge are the library's fenced moves; every view
  * goes through the redaction module. Errors take the service's shape: a 400
  * naming the field, a 404 for an unknown queue, job or endpoint. The bearer

@@ -7,6 +7,7 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import { BreakersPanel } from './components/breakers-panel.js';
 import { Confirm } from './components/confirm.js';
 import { DeadPanel } from './components/dead-panel.js';
+import { DeliveryLog } from './components/delivery-log.js';
 import { EndpointsPanel } from './components/endpoints-panel.js';
 import { JobLookup } from './components/job-lookup.js';
 import { LimitsPanel } from './components/limits-panel.js';
@@ -92,7 +93,8 @@ function App() {
               ${current.kind === 'webhook' && html`<${EndpointsPanel} queue=${current.name} ...${panel} />`}
             </div>
           </div>
-          <${DeadPanel} queue=${current.name} ...${panel} />`
+          <${DeadPanel} queue=${current.name} ...${panel} />
+          ${current.kind === 'webhook' && html`<${DeliveryLog} queue=${current.name} ...${panel} />`}`
       }
     </main>
     <${Confirm} ask=${confirm} onClose=${() => setConfirm(undefined)} />
