@@ -2,40 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
 import { retryPolicySchema } from '../../src/policy/retry-policy.js';
-import {
-  aimdDefaults,
-  aimdOnFailure,
-  aimdOnSuccess,
-  aimdSlots,
-  aimdStart,
-} from '../../src/simulate/aimd-limit.js';
+import { parseAdaptiveConcurrency } from '../../src/policy/limit/limit-options.js';
 import { SlotDispatch } from '../../src/simulate/outage/dispatch.js';
 import { simulateOutage, type OutageParams } from '../../src/simulate/outage.js';
 
-describe('the simulator’s AIMD limit', () => {
-  const o = aimdDefaults;
-  it('grows by one per success while in use, halves on a failure, shrinks on a slow success, within floor and ceiling', () => {
-    let s = aimdStart(o);
-    expect(s).toEqual({ limit: 20, fastestMs: Infinity });
-    s = aimdOnSuccess(s, 100, 10, o); // 2 × 10 ≥ 20: in use
-    expect(s).toEqual({ limit: 21, fastestMs: 100 });
-    s = aimdOnSuccess(s, 100, 5, o); // barely used: no growth
-    expect(s.limit).toBe(21);
-    s = aimdOnSuccess(s, 250, 21, o); // 2.5 × the fastest: slow
-    expect(s.limit).toBeCloseTo(18.9, 9);
-    expect(aimdSlots(s)).toBe(18);
-    s = aimdOnFailure(s, o);
-    expect(s.limit).toBeCloseTo(9.45, 9);
-    for (let i = 0; i < 10; i++) s = aimdOnFailure(s, o);
-    expect(s.limit).toBe(1);
-    s = { limit: 200, fastestMs: 100 };
-    expect(aimdOnSuccess(s, 100, 200, o).limit).toBe(200);
-  });
-});
+const limitDefaults = parseAdaptiveConcurrency({});
 
 describe('SlotDispatch', () => {
   it('starts retries first, four of five while first tries wait too, and only while slots are free', () => {
-    const slots = new SlotDispatch({ limit: { ...aimdDefaults, initial: 3 }, retryShare: 0.8 });
+    const slots = new SlotDispatch({ limit: { ...limitDefaults, initial: 3 }, retryShare: 0.8 });
     for (let c = 0; c < 10; c++) slots.wait(c, false);
     for (let c = 100; c < 110; c++) slots.wait(c, true);
     const order: number[] = [];
@@ -43,18 +18,18 @@ describe('SlotDispatch', () => {
       const client = slots.next();
       order.push(client);
       slots.started();
-      slots.succeeded(100); // frees the slot again (and grows the limit)
+      slots.succeeded(i * 100, i * 100 + 100); // frees the slot again (and grows the limit)
     }
     expect(order).toEqual([100, 0, 101, 102, 103, 104, 1, 105, 106, 107, 108, 2]);
     // Three in flight at a limit of three: nobody else starts.
-    const full = new SlotDispatch({ limit: { ...aimdDefaults, initial: 3 }, retryShare: 0.8 });
+    const full = new SlotDispatch({ limit: { ...limitDefaults, initial: 3 }, retryShare: 0.8 });
     for (let c = 0; c < 5; c++) full.wait(c, false);
     for (let i = 0; i < 3; i++) {
       expect(full.next()).toBe(i);
       full.started();
     }
     expect(full.next()).toBe(-1);
-    full.failed(); // 3 × 0.5 = 1.5: one slot, two still in flight
+    full.failed(0, 2000); // a timeout: 3 × 0.7 = 2.1, two slots, two still in flight
     expect(full.next()).toBe(-1);
   });
 });
@@ -81,7 +56,7 @@ describe('simulateOutage with protect (seed 004, requeue’s client)', () => {
     ...bare,
     breaker: parseBreakerOptions({}),
     budget: parseBudgetOptions({}),
-    protect: { limit: { ...aimdDefaults }, retryShare: 0.8 },
+    protect: { limit: limitDefaults, retryShare: 0.8 },
   };
 
   it('even fixed-interval retries recover: the server is back 1 s after the resume, the clients when the breaker closes', () => {
@@ -91,13 +66,14 @@ describe('simulateOutage with protect (seed 004, requeue’s client)', () => {
     expect(safe).toMatchObject({
       protected: true,
       recovered: true,
-      recoveryMs: 34_000,
+      recoveryMs: 27_000,
       serverRecovered: true,
       serverRecoveryMs: 1000,
-      peakConcurrency: 200,
-      peakLimit: 200,
+      peakConcurrency: 80,
       deadLettered: 0,
     });
+    // The workers' limit (src/policy/limit/aimd.ts) at its defaults: within its ceiling of 100.
+    expect(safe!.peakLimit).toBeCloseTo(47.82, 2);
     // The limit kept the stopped server's backlog to a few dozen connections.
     expect(Math.max(...safe!.perSecond.slice(15, 35).map((s) => s.concurrency))).toBeLessThan(50);
   });
@@ -106,7 +82,7 @@ describe('simulateOutage with protect (seed 004, requeue’s client)', () => {
     const [exponential] = simulateOutage(['exponential'], guarded);
     expect(exponential).toMatchObject({
       recovered: true,
-      recoveryMs: 31_000,
+      recoveryMs: 26_000,
       serverRecoveryMs: 1000,
     });
   });

@@ -1,19 +1,14 @@
-import {
-  aimdOnFailure,
-  aimdOnSuccess,
-  aimdSlots,
-  aimdStart,
-  type AimdOptions,
-  type AimdState,
-} from '../aimd-limit.js';
+import { admits, initialLimitState, nextLimit, type LimitState } from '../../policy/limit/aimd.js';
+import type { AdaptiveConcurrency } from '../../policy/limit/limit-options.js';
 
 /**
- * What `--protect` adds to the fleet's breaker and budget: an adaptive limit
- * on the attempts in flight to the dependency (one key here), and due
- * retries served before first tries while both wait for a slot.
+ * What `--protect` adds to the fleet's breaker and budget: the workers'
+ * adaptive limit (`src/policy/limit/aimd.ts`, the very function the fleet's
+ * limit scripts follow) on the attempts in flight to the dependency (one key
+ * here), and due retries served before first tries while both wait for a slot.
  */
 export interface OutageProtection {
-  limit: AimdOptions;
+  limit: AdaptiveConcurrency;
   /**
    * Of the attempts started while both retries and first tries wait, the
    * share retries take (new work is never starved). @defaultValue `0.8`
@@ -55,7 +50,7 @@ class ClientFifo {
  * retries and first tries in two queues, retries first up to `retryShare`.
  */
 export class SlotDispatch {
-  private state: AimdState;
+  private state: LimitState;
   private inFlight = 0;
   private retryCredit: number;
   private readonly retries = new ClientFifo();
@@ -64,7 +59,7 @@ export class SlotDispatch {
   peakLimit: number;
 
   constructor(private readonly options: OutageProtection) {
-    this.state = aimdStart(options.limit);
+    this.state = initialLimitState(options.limit);
     // So that the first start, when both wait, is a retry.
     this.retryCredit = 1 - options.retryShare;
     this.peakLimit = this.state.limit;
@@ -77,7 +72,7 @@ export class SlotDispatch {
 
   /** The next client whose attempt may start now, or -1: a slot is free and someone waits. */
   next(): number {
-    if (this.inFlight >= aimdSlots(this.state)) return -1;
+    if (this.inFlight >= admits(this.state.limit, this.options.limit)) return -1;
     const retries = this.retries.length > 0;
     const fresh = this.fresh.length > 0;
     if (!retries && !fresh) return -1;
@@ -97,14 +92,20 @@ export class SlotDispatch {
     this.inFlight++;
   }
 
-  succeeded(latencyMs: number): void {
-    this.state = aimdOnSuccess(this.state, latencyMs, this.inFlight, this.options.limit);
-    this.inFlight--;
+  /** The attempt sent at `startedAt` was answered at `now`. */
+  succeeded(startedAt: number, now: number): void {
+    this.learn('success', startedAt, now);
     if (this.state.limit > this.peakLimit) this.peakLimit = this.state.limit;
   }
 
-  failed(): void {
-    this.state = aimdOnFailure(this.state, this.options.limit);
+  /** The attempt sent at `startedAt` timed out at `now`: overload, as the workers count a timeout. */
+  failed(startedAt: number, now: number): void {
+    this.learn('overload', startedAt, now);
+  }
+
+  private learn(signal: 'success' | 'overload', startedAt: number, now: number): void {
+    const sample = { signal, latencyMs: now - startedAt, inFlight: this.inFlight, startedAt, now };
+    this.state = nextLimit(this.state, sample, this.options.limit);
     this.inFlight--;
   }
 }

@@ -142,7 +142,7 @@ export class OutageRun {
     this.guards.succeeded(client, this.attempts[client]!, now);
     this.restart(client, now);
     if (this.slots) {
-      this.slots.succeeded(now - this.sentAt[client]!);
+      this.slots.succeeded(this.sentAt[client]!, now);
       this.startWaiting(now);
     }
   }
@@ -166,7 +166,7 @@ export class OutageRun {
       this.queue.push(now + delayMs, send, client, 0);
     }
     if (this.slots) {
-      this.slots.failed();
+      this.slots.failed(this.sentAt[client]!, now);
       this.startWaiting(now);
     }
   }

@@ -97,7 +97,7 @@ export function outageTable(
     const { limit, retryShare } = protectedRun.protect!;
     lines.push(
       `+protect: breaker ${JSON.stringify(protectedRun.breaker)}, budget ${JSON.stringify(protectedRun.budget)}, ` +
-        `AIMD limit ${limit.initial} (${limit.floor}–${limit.ceiling}, ×${limit.failureDecrease} on a timeout), retries first up to ${retryShare * 100}% of starts`,
+        `AIMD limit ${limit.initial} (${limit.floor}–${limit.ceiling}, ×${limit.backoffRatio} on a timeout, once per round trip), retries first up to ${retryShare * 100}% of starts`,
     );
   }
   const rows = results.map((r) => {

@@ -6,7 +6,7 @@ import type { OutageParams } from '../../../simulate/outage.js';
 import { outageClients, seed004Strategies } from '../../../simulate/outage/parameters.js';
 import { CliUsageError } from '../../cli-error.js';
 import { checkOutageWork } from '../../../simulate/work-bound.js';
-import { aimdDefaults } from '../../../simulate/aimd-limit.js';
+import { parseAdaptiveConcurrency } from '../../../policy/limit/limit-options.js';
 import { defaultRetryShare } from '../../../simulate/outage/dispatch.js';
 import { simStrategies, type SimStrategy } from '../../../simulate/sim-strategy.js';
 import { flagOf } from '../plan.js';
@@ -143,13 +143,14 @@ function outageStrategies(
 
 /**
  * The protected run: the breaker and budget given, or the workers' defaults,
- * plus the adaptive limit and retry priority (src/simulate/aimd-limit.ts).
+ * plus the workers' adaptive limit at its defaults (src/policy/limit/) and
+ * retry priority.
  */
 function protectedParams(params: OutageParams): OutageParams {
   return {
     ...params,
     breaker: params.breaker ?? parseBreakerOptions({}),
     budget: params.budget ?? parseBudgetOptions({}),
-    protect: { limit: { ...aimdDefaults }, retryShare: defaultRetryShare },
+    protect: { limit: parseAdaptiveConcurrency({}), retryShare: defaultRetryShare },
   };
 }
