@@ -69,26 +69,48 @@ export function contentionSvg(
 }
 
 /**
- * Per strategy, one row: requests per second (ok, timeouts, refused by the
- * breaker) and the server's concurrency (symlog), the outage shaded.
+ * Ticks for a symlog axis holding values up to `max`: 0, then 1-2-5 steps
+ * per decade while few decades are shown, 1-3 or powers of ten beyond, up to
+ * the first tick at or above `max` (the axis's top).
+ */
+export function symlogTicks(max: number): number[] {
+  const decades = Math.max(1, Math.ceil(Math.log10(Math.max(1, max))));
+  const steps = decades <= 2 ? [1, 2, 5] : decades <= 3 ? [1, 3] : [1];
+  // Below 10 a symlog axis has no room for a tick apart from 0 once it spans decades.
+  const ticks = [0];
+  for (let power = decades <= 2 ? 1 : 10; ticks[ticks.length - 1]! < max; power *= 10)
+    for (const step of steps) if (ticks[ticks.length - 1]! < max) ticks.push(step * power);
+  return ticks;
+}
+
+/** A strategy's row title: its name, and whether (and when) it recovered. */
+function rowLabel(r: OutageResult): string {
+  const name = r.protected ? `${r.strategy} + protect` : r.strategy;
+  return `${name}: ${r.recovered ? `recovered ${(r.recoveryMs ?? 0) / 1000} s after the resume` : 'never recovered'}`;
+}
+
+/**
+ * Per strategy, one row titled above it: requests per second (ok, timeouts,
+ * refused by the breaker) and the server's concurrency (symlog, ticks at
+ * 1-2-5 or powers of ten), the outage shaded.
  */
 export function outageSvg(params: OutageParams, results: OutageResult[]): Promise<string> {
   const load: { strategy: string; t: number; series: string; value: number }[] = [];
   const concurrency: { strategy: string; t: number; value: number }[] = [];
-  const withBreaker = params.breaker !== undefined;
+  const withBreaker = params.breaker !== undefined || results.some((r) => r.protected);
+  let peak = params.server.concurrencyLimit;
   for (const r of results) {
-    const label = `${r.protected ? `${r.strategy}+protect` : r.strategy}: ${r.recovered ? `recovered ${(r.recoveryMs ?? 0) / 1000}s after resume` : 'never recovered'}`;
+    const label = rowLabel(r);
     for (const s of r.perSecond) {
       load.push({ strategy: label, t: s.t, series: 'ok', value: s.ok });
       load.push({ strategy: label, t: s.t, series: 'timeouts', value: s.timeouts });
       if (withBreaker) load.push({ strategy: label, t: s.t, series: 'refused', value: s.errors });
       concurrency.push({ strategy: label, t: s.t, value: s.concurrency });
+      if (s.concurrency > peak) peak = s.concurrency;
     }
   }
-  const order = results.map(
-    (r) =>
-      `${r.protected ? `${r.strategy}+protect` : r.strategy}: ${r.recovered ? `recovered ${(r.recoveryMs ?? 0) / 1000}s after resume` : 'never recovered'}`,
-  );
+  const order = results.map(rowLabel);
+  const ticks = symlogTicks(peak);
   const start = params.stopAtMs / 1000;
   const end = (params.stopAtMs + params.stopForMs) / 1000;
   const outage = {
@@ -99,22 +121,47 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
     },
   };
   const series = withBreaker ? ['ok', 'timeouts', 'refused'] : ['ok', 'timeouts'];
-  const cell = { width: 360, height: 70 };
-  const x = { field: 't', type: 'quantitative' as const, title: 'time (s)' };
+  const cell = { width: 380, height: 100 };
+  const x = {
+    field: 't',
+    type: 'quantitative' as const,
+    title: 'time (s)',
+    axis: { tickMinStep: 1, labelFontSize: 11, titleFontSize: 12 },
+  };
+  // Each row's title above its plots, level and left-aligned: rotated beside them, long
+  // titles ran into the y axes' titles.
+  const facet = () => ({
+    row: {
+      field: 'strategy',
+      type: 'nominal' as const,
+      sort: order,
+      title: null,
+      header: {
+        labelOrient: 'top' as const,
+        labelAngle: 0,
+        labelAnchor: 'start' as const,
+        labelFontSize: 12,
+        labelFontWeight: 'bold' as const,
+      },
+    },
+  });
+  const yAxis = { labelFontSize: 11, titleFontSize: 12 };
   const spec: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {
       text: `Outage: ${params.clients} clients, server stopped ${start}–${end} s (shaded)`,
       subtitle:
         `backoff base ${params.policy.baseMs} ms ×${params.policy.factor}, timeout ${params.timeoutMs} ms; ` +
-        `server ${params.server.minDelayMs} ms up to ${params.server.concurrencyLimit} in flight, backlog ${params.server.backlog}` +
+        `server ${params.server.minDelayMs} ms up to ${params.server.concurrencyLimit} in flight (dashed), backlog ${params.server.backlog}` +
         (params.breaker ? '; with breaker' : '') +
         (params.budget ? `; with ${params.budget.kind} budget` : ''),
+      fontSize: 15,
+      subtitleFontSize: 12,
     },
     hconcat: [
       {
         data: { values: load },
-        facet: { row: { field: 'strategy', type: 'nominal', sort: order, title: null } },
+        facet: facet(),
         spec: {
           ...cell,
           layer: [
@@ -123,7 +170,12 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
               mark: { type: 'line', strokeWidth: 1.2 },
               encoding: {
                 x,
-                y: { field: 'value', type: 'quantitative', title: 'requests/s' },
+                y: {
+                  field: 'value',
+                  type: 'quantitative',
+                  title: 'requests/s',
+                  axis: { ...yAxis, tickCount: 4 },
+                },
                 color: {
                   field: 'series',
                   type: 'nominal',
@@ -132,6 +184,7 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
                     range: series.map((s) => colors[s as keyof typeof colors]),
                   },
                   title: null,
+                  legend: { labelFontSize: 12, symbolStrokeWidth: 3 },
                 },
               },
             },
@@ -140,7 +193,7 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
       },
       {
         data: { values: concurrency },
-        facet: { row: { field: 'strategy', type: 'nominal', sort: order, title: null } },
+        facet: facet(),
         spec: {
           ...cell,
           layer: [
@@ -148,14 +201,21 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
             {
               mark: { type: 'area', color: colors.concurrency, opacity: 0.7, line: true },
               // One series per cell: nothing to stack (and symlog cannot be stacked).
-
               encoding: {
                 x,
                 y: {
                   field: 'value',
                   type: 'quantitative',
-                  title: 'concurrency',
-                  scale: { type: 'symlog' },
+                  title: 'in flight (log)',
+                  scale: { type: 'symlog', domain: [0, ticks.at(-1)!] },
+                  axis: {
+                    ...yAxis,
+                    values: ticks,
+                    // Vega thins given values down to tickCount on a continuous scale.
+                    tickCount: ticks.length,
+                    labelOverlap: false,
+                    labelExpr: "format(datum.value, ',')",
+                  },
                   stack: null,
                 },
               },
@@ -169,7 +229,12 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
         },
       },
     ],
-    config: { font: 'sans-serif', facet: { spacing: 8 } },
+    config: {
+      font: 'sans-serif',
+      facet: { spacing: 18 },
+      concat: { spacing: 40 },
+      legend: { orient: 'top' },
+    },
   };
   return render(spec);
 }

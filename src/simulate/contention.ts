@@ -1,8 +1,14 @@
-import { standardNormal } from '../util/random.js';
+import type { SeededStream } from '../util/random.js';
 import type { Random } from '../util/system.js';
 import type { RetryPolicy } from '../policy/retry-policy.js';
 import { ClientAgenda } from './client-agenda.js';
-import { policyFor, retryDelay, streamRandom, type SimStrategy } from './sim-strategy.js';
+import {
+  policyFor,
+  retryDelay,
+  seededStream,
+  streamRandom,
+  type SimStrategy,
+} from './sim-strategy.js';
 import { checkContentionWork } from './work-bound.js';
 
 /**
@@ -60,7 +66,7 @@ export function simulateContention(
     let time = 0;
     let events = 0;
     for (let trial = 0; trial < params.trials; trial++) {
-      const net = streamRandom(params.seed, strategy, trial, 0);
+      const net = seededStream(params.seed, strategy, trial, 0);
       const backoff = streamRandom(params.seed, strategy, trial, 1);
       const run = runTrial(strategy, policy, params, net, backoff, queue, retries, previous);
       calls += run.calls;
@@ -75,13 +81,13 @@ function runTrial(
   strategy: SimStrategy,
   policy: RetryPolicy,
   { clients, netMeanMs, netSdMs }: ContentionParams,
-  net: Random,
+  net: SeededStream,
   backoff: Random,
   queue: ClientAgenda,
   retries: Int32Array,
   previous: Float64Array,
 ): { calls: number; timeMs: number } {
-  const delay = (): number => Math.abs(netMeanMs + netSdMs * standardNormal(net));
+  const delay = (): number => Math.abs(netMeanMs + netSdMs * net.normal());
   queue.clear();
   retries.fill(0);
   previous.fill(NaN);

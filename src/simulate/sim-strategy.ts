@@ -1,5 +1,5 @@
 import type { Random } from '../util/system.js';
-import { seededRandom } from '../util/random.js';
+import { SeededStream } from '../util/random.js';
 import { computeDelay, strategyNames, type StrategyName } from '../policy/backoff/index.js';
 import type { RetryPolicy } from '../policy/retry-policy.js';
 
@@ -54,6 +54,17 @@ export function streamRandom(
   trial: number,
   stream: number,
 ): Random {
+  const source = seededStream(seed, strategy, trial, stream);
+  return () => source.next();
+}
+
+/** {@link streamRandom}'s stream as an object, for a hot loop (see {@link SeededStream}). */
+export function seededStream(
+  seed: number,
+  strategy: string,
+  trial: number,
+  stream: number,
+): SeededStream {
   // FNV-1a over the name, then mixed with the seed, trial and stream.
   let h = 0x811c9dc5;
   for (let i = 0; i < strategy.length; i++) {
@@ -65,5 +76,5 @@ export function streamRandom(
   h ^= Math.imul(trial + 1, 0xc2b2ae35);
   h = Math.imul(h ^ (h >>> 13), 0x27d4eb2f);
   h ^= Math.imul(stream + 1, 0x165667b1);
-  return seededRandom((h ^ (h >>> 16)) >>> 0);
+  return new SeededStream((h ^ (h >>> 16)) >>> 0);
 }

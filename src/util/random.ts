@@ -6,14 +6,35 @@ import type { Random } from './system.js';
  * @see https://gist.github.com/tommyettinger/46a874533244883189143505d203312c
  */
 export function seededRandom(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
+  const stream = new SeededStream(seed);
+  return () => stream.next();
+}
+
+/**
+ * {@link seededRandom}'s generator as an object, for a simulator's hot loop:
+ * a call of {@link next} or {@link normal} on one class is inlined where a
+ * call through a closure (a different one per stream) is not, so no draw is
+ * boxed on the heap. The same seed gives the very numbers `seededRandom` gives.
+ */
+export class SeededStream {
+  private state: number;
+
+  constructor(seed: number) {
+    this.state = seed >>> 0;
+  }
+
+  /** A uniform number in `[0, 1)`. */
+  next(): number {
+    const state = (this.state = (this.state + 0x6d2b79f5) >>> 0);
+    let t = Math.imul(state ^ (state >>> 15), state | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  }
+
+  /** A standard normal variate, as {@link standardNormal} draws it from this stream. */
+  normal(): number {
+    return boxMuller(this.next(), this.next());
+  }
 }
 
 /** A uniform number in `[min, max)`; `max <= min` gives `min`. */
@@ -26,8 +47,11 @@ export function uniform(random: Random, min: number, max: number): number {
  * `norm_variate`). Consumes two uniforms per call.
  */
 export function standardNormal(random: Random): number {
+  return boxMuller(random(), random());
+}
+
+/** Box-Muller from two uniforms in `[0, 1)`, `u` drawn first. */
+function boxMuller(u: number, v: number): number {
   // 1 - u keeps the argument of log in (0, 1].
-  const u = 1 - random();
-  const v = random();
-  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+  return Math.sqrt(-2 * Math.log(1 - u)) * Math.cos(2 * Math.PI * v);
 }

@@ -217,7 +217,12 @@ describe('requeue simulate --protect', () => {
     ]);
     expect(result.params.protect.breaker).toMatchObject({ openMs: 30_000, minimumRequests: 10 });
     expect(result.params.protect.budget).toMatchObject({ kind: 'token-bucket', capacity: 500 });
-    expect(result.params.protect.limit).toMatchObject({ initial: 20, floor: 1, ceiling: 200 });
+    expect(result.params.protect.limit).toMatchObject({
+      initial: 10,
+      floor: 1,
+      ceiling: 100,
+      backoffRatio: 0.7,
+    });
     expect(result.params.protect.retryShare).toBe(0.8);
     // The bare rows are the run without --protect, unchanged.
     const bare = await simulate(...quickOutage, '--strategies', 'fixed,exponential', '--json');
@@ -250,7 +255,7 @@ describe('requeue simulate --protect', () => {
       '--protect',
     );
     expect(code).toBe(0);
-    expect(out).toMatch(/^\+protect: breaker \{.*AIMD limit 20 \(1–200/m);
+    expect(out).toMatch(/^\+protect: breaker \{.*AIMD limit 10 \(1–100/m);
     expect(out).toMatch(/^fixed\s+no\s/m);
     expect(out).toMatch(/^fixed\+protect\s+(yes|no)\s/m);
   });

@@ -13,7 +13,7 @@ import {
   type OutageParams,
   type SecondStats,
 } from '../../src/simulate/outage.js';
-import { seededRandom } from '../../src/util/random.js';
+import { SeededStream, seededRandom, standardNormal } from '../../src/util/random.js';
 
 const contention: ContentionParams = {
   clients: 100,
@@ -293,5 +293,16 @@ describe('ClientAgenda', () => {
     }
     expect(seen.length).toBeGreaterThan(300);
     expect(seen).toEqual(expected);
+  });
+});
+
+describe('SeededStream', () => {
+  it('draws the very numbers seededRandom and standardNormal draw from the same seed', () => {
+    for (const seed of [0, 7, 0xffffffff, 123456789]) {
+      const stream = new SeededStream(seed);
+      const random = seededRandom(seed);
+      for (let i = 0; i < 1000; i++) expect(stream.next()).toBe(random());
+      for (let i = 0; i < 1000; i++) expect(stream.normal()).toBe(standardNormal(random));
+    }
   });
 });
