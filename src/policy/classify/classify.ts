@@ -162,7 +162,7 @@ function capDelay(ms: unknown, max: number): number | undefined {
  * 1. `options.predicate`, when it returns a boolean.
  * 2. {@link PermanentError} → permanent; BullMQ's `UnrecoverableError` →
  *    permanent (`unrecoverable-error`); {@link RetryableError} → retry.
- * 3. An HTTP status in 400..599 (see {@link readStatus}): `retryableStatuses`
+ * 3. An HTTP status in 400..599 (see `readStatus` in `describe-error.ts`): `retryableStatuses`
  *    retry, `goneStatuses` are `gone`, every other one is permanent.
  *    Statuses below 400 say nothing about the failure and fall through.
  * 4. A network code on the error or its `cause` (built-in list or

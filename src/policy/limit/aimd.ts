@@ -29,7 +29,7 @@ export interface LimitSample {
   readonly now: number;
 }
 
-type Bounds = Pick<
+export type Bounds = Pick<
   AdaptiveConcurrency,
   'floor' | 'ceiling' | 'initial' | 'latencyTargetMs' | 'additiveIncrease' | 'backoffRatio'
 >;
