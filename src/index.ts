@@ -1,5 +1,7 @@
 /**
  * requeue's public API. Internal modules stay unexported on purpose.
+ *
+ * @module requeue
  */
 
 // Producer, worker, dead-letter queue.
@@ -8,6 +10,9 @@ export type { QueueOptions, AddOptions, AddedJob, QueueCounts } from './schedule
 export { createWorker, RequeueWorker, queueBreakerKey } from './scheduler/requeue-worker.js';
 export type { Handler, RequeueJob, WorkerOptions } from './scheduler/requeue-worker.js';
 export { DeadLetterQueue } from './scheduler/dlq/dead-letter-queue.js';
+export type { DeadPage } from './scheduler/dlq/dead-index.js';
+export type { RetryOrder } from './scheduler/worker-options.js';
+export type { ClockStatus } from './scheduler/clock-watch.js';
 export type {
   DeadJobRecord,
   DeadJobFilter,
@@ -62,9 +67,15 @@ export type {
   Classification,
   ClassifyOptions,
   ClassifyOptionsInput,
+  ErrorDescription,
+  PermanentClassification,
+  PermanentReason,
+  RetryClassification,
+  RetryPredicate,
+  RetryReason,
 } from './policy/classify/index.js';
 export { decideFailure } from './policy/decide.js';
-export type { FailureDecision } from './policy/decide.js';
+export type { FailureContext, FailureDecision } from './policy/decide.js';
 export { deadReasons } from './errors/dead-reason.js';
 export type { DeadReason } from './errors/dead-reason.js';
 export { breakerOptionsSchema, parseBreakerOptions } from './policy/breaker/breaker-options.js';
@@ -81,15 +92,23 @@ export type {
   AdaptiveConcurrencyInput,
 } from './policy/limit/limit-options.js';
 export { nextLimit, initialLimitState } from './policy/limit/aimd.js';
-export type { LimitSignal, LimitState, LimitSample } from './policy/limit/aimd.js';
+export type { Bounds, LimitSignal, LimitState, LimitSample } from './policy/limit/aimd.js';
 export { LimitStore } from './redis/limit-store.js';
-export type { KeyLimitView } from './redis/limit-store.js';
+export type { Acquired, KeyLimitView, LimitParams } from './redis/limit-store.js';
 export { BreakerStore } from './redis/breaker-store.js';
+export type {
+  BreakerMessage,
+  BreakerStatus,
+  BreakerStoreHooks,
+  OutcomeBatch,
+} from './redis/breaker-store.js';
 export { BudgetStore } from './redis/budget-store.js';
+export type { BudgetStatus, BudgetStoreHooks } from './redis/budget-store.js';
 
 // Errors.
 export { PermanentError, isPermanentError } from './errors/permanent-error.js';
 export { RetryableError, isRetryableError } from './errors/retryable-error.js';
+export type { RetryableErrorOptions } from './errors/retryable-error.js';
 export { ConfigError } from './errors/config-error.js';
 
 // Clock, random, logging.

@@ -50,7 +50,7 @@ const firstLife = Object.freeze({ state: undefined, life: 0, lifeOffset: 0 });
  */
 export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<WorkerEvents> {
   /**
-   * The BullMQ worker underneath; requeue's own code uses {@link RequeueWorker.isRunning}.
+   * The BullMQ worker underneath; requeue's own code uses `isRunning`.
    * @remarks escape hatch: BullMQ's own object; not covered by requeue's guarantees.
    */
   readonly bull: BullWorker;

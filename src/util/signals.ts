@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import type { Logger } from 'pino';
+import { startedByNpm, watchParent } from './parent-watch.js';
 import { systemClock, type Clock } from './system.js';
 
 /** Resolves on the first SIGTERM or SIGINT: when a process should drain and stop. */
@@ -74,10 +75,32 @@ export interface CloseOnSignalOptions {
   leftBehind?: string;
   /** @defaultValue the system clock */
   clock?: Clock;
+  /**
+   * Also drain and exit when the parent process exits, as on SIGTERM:
+   * `npx requeue worker … &` then `kill $!` ends npm, not node.
+   * @defaultValue `true` when npm started the process ({@link startedByNpm})
+   */
+  exitWithParent?: boolean;
+}
+
+/** What started a shutdown: a signal, or the parent's exit. */
+export type StopCause = NodeJS.Signals | 'parent-exited';
+
+/** Resolves on the first SIGTERM or SIGINT or, when `withParent`, when the parent exits. */
+async function waitForStop(withParent: boolean): Promise<StopCause> {
+  if (!withParent) return waitForSignal();
+  const parent = watchParent();
+  const cause = await Promise.race([
+    waitForSignal(),
+    parent.gone.then(() => 'parent-exited' as const),
+  ]);
+  parent.stop();
+  return cause;
 }
 
 /**
- * Waits for SIGTERM or SIGINT, closes what the process runs and exits: the
+ * Waits for SIGTERM or SIGINT (or, started by npm, its parent's exit),
+ * closes what the process runs and exits: the
  * one owner of a process's shutdown deadline. The budget is measured from
  * the signal; `close` gets it and gives each step what is left; the process
  * exits as soon as `close` returns (a handler's timer or connection, not ours
@@ -90,7 +113,7 @@ export interface CloseOnSignalOptions {
 export async function closeOnSignal(options: CloseOnSignalOptions): Promise<never> {
   const { timeoutMs, close, logger, clock = systemClock } = options;
   const leftBehind = options.leftBehind ?? 'active jobs are left to stalled recovery';
-  const signal = await waitForSignal();
+  const signal = await waitForStop(options.exitWithParent ?? startedByNpm());
   const budget = shutdownBudget(timeoutMs, clock);
   logger.info({ signal, shutdownTimeoutMs: timeoutMs }, 'draining');
   const hardExit = setTimeout(() => {

@@ -7,7 +7,7 @@
  * free again. Throughout, BullMQ's failed sets stay empty (promise 1).
  */
 import { randomUUID } from 'node:crypto';
-import { FlowProducer, Queue, QueueEvents, type Job } from 'bullmq';
+import { FlowProducer, Queue, QueueEvents, UnrecoverableError, type Job } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import { scriptDefinitions } from '../../src/redis/scripts.js';
@@ -149,6 +149,21 @@ describe("BullMQ's `failed` event for a death (issue 25, item 5)", () => {
       deadReason: 'max-attempts',
     });
     expect(events.all('retry:scheduled')).toHaveLength(2);
+    expect(await failedSetSize(name)).toBe(0);
+  });
+
+  it("BullMQ's UnrecoverableError was retried as an unknown error: now dead at once, `failed` with its message", async () => {
+    const [name] = names('unrecoverable') as [string];
+    const { events } = worker(name, async () => {
+      throw new UnrecoverableError('account closed');
+    });
+    const qe = await queueEvents(name);
+    const job = await bullQueue(name).add('charge', {});
+    const death = await events.waitFor('job:dead-lettered', (e) => e.jobId === job.id);
+    await qe.seen('failed', job.id!);
+    expect(events.all('retry:scheduled')).toEqual([]);
+    expect(death.record).toMatchObject({ reason: 'permanent-error', message: 'account closed' });
+    expect(qe.failed()[0]).toMatchObject({ failedReason: 'account closed', attemptsMade: '1' });
     expect(await failedSetSize(name)).toBe(0);
   });
 });

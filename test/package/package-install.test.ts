@@ -3,7 +3,8 @@
  * installed by npm (from the registry, `--prefer-offline`) into an empty
  * project. Uses the built `dist/` (`npm test` builds first).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { Redis } from 'ioredis';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -139,4 +140,70 @@ describe('npm install <the packed tarball> in an empty project', () => {
     );
     expect(existsSync(join(scratch, 'outage.svg'))).toBe(false);
   });
+
+  it('npx requeue worker … & then kill $! left the node worker running, orphaned: it drains and exits with npm', async () => {
+    // npx runs npm → sh → node; killing npm never signals node, so node watches its parent.
+    const queue = `pkg-orphan-${process.pid}`;
+    const pidFile = join(scratch, 'worker.pid');
+    writeFileSync(
+      join(project, 'pid-handler.mjs'),
+      `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(pidFile)}, String(process.pid));\nexport default async () => 1;\n`,
+    );
+    const shutdownTimeoutMs = 1_500;
+    const npx = spawn(
+      'npx',
+      ['--no-install', 'requeue', 'worker', queue, '--handler', './pid-handler.mjs'].concat([
+        '--shutdown-timeout-ms',
+        String(shutdownTimeoutMs),
+        '--redis',
+        'redis://127.0.0.1:6379',
+      ]),
+      { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    npx.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    npx.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitFor(
+      () => output.includes('worker started'),
+      30_000,
+      () => output,
+    );
+    const workerPid = Number(readFileSync(pidFile, 'utf8'));
+    expect(workerPid).not.toBe(npx.pid);
+    npx.kill('SIGTERM');
+    // The parent is polled every 500 ms; then the drain has the shutdown timeout.
+    await waitFor(
+      () => !alive(workerPid),
+      shutdownTimeoutMs + 500 + 1_000,
+      () => output,
+    );
+    expect(output).toMatch(/"signal":"parent-exited".*"msg":"draining"/);
+    expect(output).toContain('"msg":"stopped"');
+    const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true });
+    try {
+      const keys = await redis.keys(`bull:${queue}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+    } finally {
+      redis.disconnect();
+    }
+  }, 60_000);
 });
+
+/** Whether a process with `pid` still runs. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `done` every 50 ms; fails after `timeoutMs` with `context()` in the message. */
+async function waitFor(done: () => boolean, timeoutMs: number, context: () => string) {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms:\n${context()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -1,3 +1,4 @@
+import { UnrecoverableError } from 'bullmq';
 import { describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../src/config/env.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
@@ -251,6 +252,17 @@ describe('classifyError: PermanentError and RetryableError', () => {
     const result = classify(err);
     expect(result).toMatchObject({ kind: 'retry', reason: 'retryable-error' });
     expect((result as RetryClassification).retryAfterMs).toBe(retryAfterMs);
+  });
+
+  it.each<[string, unknown]>([
+    ["BullMQ's UnrecoverableError", new UnrecoverableError('the partner refused the payload')],
+    [
+      'one carrying a retryable status',
+      Object.assign(new UnrecoverableError('x'), { status: 503 }),
+    ],
+    ['one that crossed a process boundary', { name: 'UnrecoverableError', message: 'x' }],
+  ])('retried %s as an unknown error: now gives up at once', (_label, err) => {
+    expect(classify(err)).toMatchObject({ kind: 'permanent', reason: 'unrecoverable-error' });
   });
 
   it('prefers its own retryAfterMs to a Retry-After header', () => {

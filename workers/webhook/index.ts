@@ -2,6 +2,8 @@
  * Webhook delivery on requeue: Standard Webhooks signatures, an SSRF guard,
  * the delivery attempt and the worker that retries and dead-letters it.
  * `main.ts` is the runnable process and is not re-exported.
+ *
+ * @module requeue/webhook
  */
 export {
   decodeSecret,

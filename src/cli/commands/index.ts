@@ -19,17 +19,24 @@ const commands: Record<string, () => Promise<Register>> = {
   breaker: async () => (await import('./breaker.js')).registerBreaker,
   limits: async () => (await import('./limits.js')).registerLimits,
   doctor: async () => (await import('./doctor.js')).registerDoctor,
+  completion: async () => (await import('./completion.js')).registerCompletion,
 };
+
+/** Commands that read the whole command tree, so every command is registered with them. */
+const needsEveryCommand = new Set(['completion']);
 
 /**
  * Adds commands to the program: only the one `argv` names, or every one
- * (for help, or a name to suggest a correction for).
+ * (for help, a name to suggest a correction for, or `completion`).
  */
 export async function registerCommands(
   program: Command,
   argv: readonly string[] = [],
 ): Promise<void> {
   const named = argv.slice(2).find((arg) => !arg.startsWith('-'));
-  const names = named !== undefined && named in commands ? [named] : Object.keys(commands);
+  const names =
+    named !== undefined && named in commands && !needsEveryCommand.has(named)
+      ? [named]
+      : Object.keys(commands);
   for (const name of names) (await commands[name]!())(program);
 }

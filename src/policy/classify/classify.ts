@@ -139,7 +139,21 @@ export type RetryReason =
 
 /** Why a failure is not retried. */
 export type PermanentReason =
-  'http-status' | 'gone' | 'permanent-error' | 'unknown-error' | 'predicate';
+  | 'http-status'
+  | 'gone'
+  | 'permanent-error'
+  | 'unrecoverable-error'
+  | 'unknown-error'
+  | 'predicate';
+
+/**
+ * BullMQ's `UnrecoverableError`, by name (the policy layer imports no BullMQ
+ * value; BullMQ sets `name` to the class's name): a handler moved from BullMQ
+ * that throws it means "do not retry", and requeue dead-letters it at once.
+ */
+function isUnrecoverableError(err: unknown): boolean {
+  return readProperty(err, 'name') === 'UnrecoverableError';
+}
 
 /** Retry this failure. */
 export interface RetryClassification {
@@ -176,8 +190,9 @@ function capDelay(ms: unknown, max: number): number | undefined {
  * wins:
  *
  * 1. `options.predicate`, when it returns a boolean.
- * 2. {@link PermanentError} → permanent; {@link RetryableError} → retry.
- * 3. An HTTP status in 400..599 (see {@link readStatus}): `retryableStatuses`
+ * 2. {@link PermanentError} → permanent; BullMQ's `UnrecoverableError` →
+ *    permanent (`unrecoverable-error`); {@link RetryableError} → retry.
+ * 3. An HTTP status in 400..599 (see `readStatus` in `describe-error.ts`): `retryableStatuses`
  *    retry, `goneStatuses` are `gone`, every other one is permanent.
  *    Statuses below 400 say nothing about the failure and fall through.
  * 4. A TLS certificate code on the error or its `cause` → retry, reason
@@ -237,6 +252,7 @@ export function classifyError(err: unknown, options: ClassifyOptions, now: numbe
   if (verdict === false) return permanent('predicate');
 
   if (isPermanentError(err)) return permanent('permanent-error');
+  if (isUnrecoverableError(err)) return permanent('unrecoverable-error');
   if (isRetryableError(err)) return retry('retryable-error');
 
   if (status !== undefined && options.retryableStatuses.includes(status))

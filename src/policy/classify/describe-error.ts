@@ -10,9 +10,9 @@ export interface ErrorDescription {
   class: string;
   /** The message, or a JSON-ish rendering of a thrown non-error; truncated. */
   message: string;
-  /** An HTTP status found on the error (see {@link readStatus}). */
+  /** An HTTP status found on the error (see `readStatus` in `describe-error.ts`). */
   status?: number;
-  /** A string `code` found on the error or its `cause` (see {@link readCode}). */
+  /** A string `code` found on the error or its `cause` (see `readCode` in `describe-error.ts`). */
   code?: string;
 }
 

@@ -34,7 +34,7 @@ export interface LimitSample {
   readonly now: number;
 }
 
-type Bounds = Pick<
+export type Bounds = Pick<
   AdaptiveConcurrency,
   | 'floor'
   | 'ceiling'
