@@ -1,3 +1,4 @@
+import { endpointPut } from './lua-commands-webhook.js';
 import { ConfigError } from '../errors/config-error.js';
 import { EndpointRegistryError } from '../errors/endpoint-registry-error.js';
 import {
@@ -14,7 +15,6 @@ import { parseConfig } from '../util/parse-config.js';
 import { systemClock, type Clock } from '../util/system.js';
 import { resolveRedis, type RedisClient, type RedisLike } from './connection.js';
 import { requeueKeys } from './keys.js';
-import * as lua from './lua-commands.js';
 
 /** Options of {@link EndpointRegistry}. */
 export interface EndpointRegistryOptions {
@@ -65,7 +65,7 @@ export class EndpointRegistry {
     const now = this.clock.now();
     const valid = parseConfig(endpointFieldsSchema, fields, 'endpoint');
     const record = endpointRecordSchema.parse({ ...valid, id, createdAt: now, updatedAt: now });
-    const written = await lua.endpointPut(this.redis, this.key(queue), [
+    const written = await endpointPut(this.redis, this.key(queue), [
       id,
       '',
       JSON.stringify(record),
@@ -88,7 +88,7 @@ export class EndpointRegistry {
     const current = parseRecord(raw, id);
     const merged = mergeEndpoint(current, changes, this.clock.now());
     const record = parseConfig(endpointRecordSchema, merged, 'endpoint');
-    const written = await lua.endpointPut(this.redis, this.key(queue), [
+    const written = await endpointPut(this.redis, this.key(queue), [
       id,
       raw,
       JSON.stringify(record),

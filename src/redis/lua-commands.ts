@@ -44,7 +44,8 @@ export type ScriptName = (typeof scriptNames)[number];
 
 type Arg = string | number;
 
-function run(
+/** Runs one of requeue's scripts by name (for the typed functions here and in lua-commands-webhook.ts). */
+export function run(
   redis: RedisClient,
   name: ScriptName,
   keys: readonly Arg[],
@@ -212,31 +213,6 @@ export async function fairTrim(
   fair: string,
 ): Promise<number> {
   return one('fairTrim', await run(redis, 'fairTrim', [prioritized, fair], []), int, 'an integer');
-}
-
-/** Parks a saturated key's fetched job and its waiting jobs near the head: how many waiting ones. */
-export async function parkKey(
-  redis: RedisClient,
-  keys: [parkedList: string, parkedIndex: string, prioritized: string, delayed: string],
-  // prettier-ignore
-  args: [jobPrefix: string, id: string, key: string, dueAtMs: number, nowMs: number, lookAt: number, backstopMs: number],
-): Promise<number> {
-  return one('parkKey', await run(redis, 'parkKey', keys, args), int, 'an integer');
-}
-
-/** What `unparkKeys` returns: jobs released, keys touched, jobs still parked in those keys. */
-export type UnparkReply = [released: number, keys: number, parked: number];
-
-/** Releases parked jobs: `count` of `key`'s, or one of each key idle since `staleBeforeMs` (key ''). */
-export async function unparkKeys(
-  redis: RedisClient,
-  // prettier-ignore
-  keys: [parkedIndex: string, delayed: string, prioritized: string, priorityCounter: string, marker: string, meta: string, events: string, active: string, wait: string],
-  // prettier-ignore
-  args: [jobPrefix: string, parkedListPrefix: string, nowMs: number, key: string, count: number, staleBeforeMs: number],
-): Promise<UnparkReply> {
-  const reply = await run(redis, 'unparkKeys', keys, args);
-  return tuple<UnparkReply>('unparkKeys', reply, [int, int, int], '3 integers');
 }
 
 type LimitKeys = [limitKeys: string, limit: string, leases: string];
@@ -412,32 +388,4 @@ export async function trimDeadBatch(
 ): Promise<[byAge: number, byCount: number]> {
   const reply = await run(redis, 'trimDeadBatch', keys, args);
   return tuple<[number, number]>('trimDeadBatch', reply, [int, int], '2 integers');
-}
-
-/** Writes an endpoint record if the stored one is still `expected` ('' for none): 1 written, 0 moved. */
-export async function endpointPut(
-  redis: RedisClient,
-  endpoints: string,
-  args: [id: string, expected: string, record: string],
-): Promise<number> {
-  return one('endpointPut', await run(redis, 'endpointPut', [endpoints], args), int, 'an integer');
-}
-
-/** Reserves a key's next rate-limit slot: its time in ms (≤ now: go now). */
-export async function rateReserve(
-  redis: RedisClient,
-  key: string,
-  args: [nowMs: number, intervalMs: number, burst: number],
-): Promise<number> {
-  return one('rateReserve', await run(redis, 'rateReserve', [key], args), int, 'an integer');
-}
-
-/** One delivery-log retention batch: [removed, 0], or [-1, lock ms left] when another pass holds the lock. */
-export async function trimDeliveryLog(
-  redis: RedisClient,
-  keys: [index: string, trimLock: string],
-  args: [base: string, cutoffMs: number, limit: number, token: string, lockMs: number],
-): Promise<[removed: number, lockMsLeft: number]> {
-  const reply = await run(redis, 'trimDeliveryLog', keys, args);
-  return tuple<[number, number]>('trimDeliveryLog', reply, [int, int], '2 integers');
 }

@@ -1,6 +1,6 @@
+import { rateReserve } from './lua-commands-webhook.js';
 import type { RedisClient } from './connection.js';
 import { requeueKeys } from './keys.js';
-import * as lua from './lua-commands.js';
 
 /** A rate limit: deliveries per second and the burst after a quiet spell. */
 export interface RateLimit {
@@ -27,7 +27,7 @@ export class RateStore {
 
   /** Reserves `key`'s next slot: its time in ms; at or before `now` means "go now". */
   reserve(key: string, limit: RateLimit, now: number): Promise<number> {
-    return lua.rateReserve(this.redis, this.keys.rate(key), [
+    return rateReserve(this.redis, this.keys.rate(key), [
       Math.round(now),
       Math.max(1, Math.round(1_000 / limit.perSecond)),
       limit.burst,

@@ -7,7 +7,7 @@ import { contentionSvg, outageSvg } from '../../src/cli/simulate-svg.js';
 import { retryPolicySchema } from '../../src/policy/retry-policy.js';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
-import { parseAdaptiveConcurrency } from '../../src/policy/limit/limit-options.js';
+import { defaultOutageProtection } from '../../src/simulate/outage/dispatch.js';
 import { simulateContention } from '../../src/simulate/contention.js';
 import { simulateOutage, type OutageParams } from '../../src/simulate/outage.js';
 import { repoRoot } from '../harness/child.js';
@@ -116,7 +116,7 @@ describe('plots in chromium, at their shipped size', () => {
       ...outageParams,
       breaker: parseBreakerOptions({}),
       budget: parseBudgetOptions({}),
-      protect: { limit: parseAdaptiveConcurrency({}), retryShare: 0.8 },
+      protect: defaultOutageProtection(outageParams.clients),
     };
     const results = [
       ...simulateOutage(['fixed'], outageParams),

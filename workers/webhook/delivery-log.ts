@@ -11,10 +11,10 @@
  * last write too). One write is one MULTI of 7 commands; retention is
  * `trimDeliveryLog-2.lua`, 1,000 entries per script under a token lock.
  */
+import { trimDeliveryLog } from '../../src/redis/lua-commands-webhook.js';
 import { z } from 'zod';
 import type { RedisClient } from '../../src/redis/connection.js';
 import { deliveryLogKeys } from '../../src/redis/keys.js';
-import * as lua from '../../src/redis/lua-commands.js';
 import { limits } from '../../src/policy/limits.js';
 import type { RetentionPass } from '../../src/scheduler/dlq/retention-pass.js';
 import { newJobId, systemClock, type Clock } from '../../src/util/system.js';
@@ -156,7 +156,7 @@ export class DeliveryLog {
     const token = newJobId();
     const cutoff = this.clock.now() - this.options.retentionMs;
     const batch = (limit: number) =>
-      lua.trimDeliveryLog(
+      trimDeliveryLog(
         this.redis,
         [this.keys.index, this.keys.trimLock],
         [this.keys.base, cutoff, limit, token, logTrimLockMs],

@@ -66,8 +66,8 @@ async function admitAndRun<T>(
   try {
     // A rate-limited key: the attempt waits for its reserved slot (deferred, no attempt used).
     if (a.key !== undefined && ctx.rateSlot !== undefined) {
-      const held = await holdForRate(ctx, a, a.key);
-      if (held !== undefined) return ctx.apply(a.handle.bullJob, token, held);
+      const waiting = await holdForRate(ctx, a, a.key);
+      if (waiting !== undefined) return ctx.apply(held, token, waiting);
     }
     // Adaptive concurrency: a lease under the key's fleet-wide limit, or deferred as a full bulkhead.
     if (a.entered && ctx.limits !== undefined) {

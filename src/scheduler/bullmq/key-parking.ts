@@ -1,11 +1,11 @@
-import type { Job } from 'bullmq';
+import { parkKey, unparkKeys, type UnparkReply } from '../../redis/lua-commands-parking.js';
 import type { Logger } from '../../config/logger.js';
 import type { JobState } from '../../policy/job-state.js';
 import type { RedisClient } from '../../redis/connection.js';
 import { requeueKeys } from '../../redis/keys.js';
-import * as lua from '../../redis/lua-commands.js';
 import type { Clock } from '../../util/system.js';
 import { bullKeys, type BullKeys } from './bull-keys.js';
+import type { HeldJob } from './held-job.js';
 import type { JobMoves } from './job-moves.js';
 
 /** Parking's timings (ms). */
@@ -74,7 +74,7 @@ export class KeyParking {
    * so one is released at once.
    */
   async park(
-    job: Job,
+    job: HeldJob,
     token: string,
     state: JobState,
     key: string,
@@ -84,7 +84,7 @@ export class KeyParking {
     const now = this.options.clock.now();
     const dueAt = Math.floor(now) + backstopMs;
     this.parked.add(key);
-    await lua.parkKey(
+    await parkKey(
       this.options.redis,
       [
         this.keys.parkedPrefix + key,
@@ -125,10 +125,10 @@ export class KeyParking {
   }
 
   /** Releases `count` of `key`'s parked jobs, or one of each stale key (key ''): what the script said. */
-  unpark(key: string, count = 1): Promise<lua.UnparkReply> {
+  unpark(key: string, count = 1): Promise<UnparkReply> {
     const b = this.bull;
     const now = this.options.clock.now();
-    return lua.unparkKeys(
+    return unparkKeys(
       this.options.redis,
       [
         this.keys.parkedKeys,
