@@ -113,11 +113,12 @@ describe('a 429 slows its endpoint down; only an endpoint that keeps answering 4
   });
 
   it(
-    'a receiver that takes 20 requests a second and answers 429 (Retry-After: 1) to the rest gets about its rate, not a hammering, and every event arrives once',
+    'a receiver that takes 10 requests a second and answers 429 (Retry-After: 1) to the rest gets about its rate, not a hammering, and every event arrives once',
     { timeout: 90_000 },
     async () => {
-      const rate = 20;
-      const events = 200;
+      // Low enough that a loaded 2-core machine still offers more than the receiver takes.
+      const rate = 10;
+      const events = 150;
       let start = 0;
       const perWindow = new Map<number, number>();
       const limited = await receiver((_nth, _id, now) => {
@@ -142,8 +143,10 @@ describe('a 429 slows its endpoint down; only an endpoint that keeps answering 4
         `[rate-limited ${rate}/s] ${events} events in ${tookMs} ms; ${limited.arrivals.length} requests; per second: ${counts.join(' ')}`,
       );
       expect([...limited.requests.keys()].length).toBe(events);
-      // Near its rate: 200 events at 20/s take 10 s; here within 1.6× that.
-      expect(tookMs).toBeLessThan((events / rate) * 1_000 * 1.6);
+      // The receiver did limit (the worker offered more than its rate)…
+      expect(limited.arrivals.length).toBeGreaterThan(events);
+      // …and it got about its rate: 150 events at 10/s take 15 s; here within 2× that (a loaded machine).
+      expect(tookMs).toBeLessThan((events / rate) * 1_000 * 2);
       // Without hammering: on average under 1.5× its rate, and no second far past it.
       expect(mean).toBeLessThan(rate * 1.5);
       expect(Math.max(...counts)).toBeLessThan(rate * 2.5);
