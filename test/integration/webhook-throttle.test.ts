@@ -5,22 +5,14 @@
  * its defaults, a real Redis.
  */
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/config/logger.js';
 import { PauseStore } from '../../src/redis/pause-store.js';
-import { createQueue } from '../../src/scheduler/queue.js';
-import {
-  createWebhookWorker,
-  enqueueWebhook,
-  type WebhookWorkerOptions,
-} from '../../workers/webhook/index.js';
-import { onCleanup } from '../harness/cleanup.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import type { WebhookWorkerOptions } from '../../workers/webhook/index.js';
+import { connect } from '../harness/redis.js';
+import { listenOnLoopback, until, webhookTestQueue } from '../harness/webhook.js';
 
 const admin = connect();
 afterAll(() => admin.disconnect());
-const logger = createLogger({ level: 'silent' });
 
 interface Receiver {
   url: string;
@@ -50,47 +42,11 @@ async function receiver(
       res.writeHead(status, headers).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  onCleanup(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  r.url = `${await listenOnLoopback(server)}/hook`;
   return r;
 }
 
-function setup(options: WebhookWorkerOptions = {}) {
-  const name = uniqueQueueName('throttle');
-  const queue = createQueue(name, { connection: redisUrl() });
-  const worker = createWebhookWorker(name, {
-    connection: redisUrl(),
-    allowPrivate: true,
-    logger,
-    ...options,
-  });
-  onCleanup(async () => {
-    await worker.close({ timeoutMs: 2_000 });
-    await queue.close();
-    await cleanQueue(admin, name);
-  });
-  const enqueue = (endpointId: string, url: string, eventId: string) =>
-    enqueueWebhook(queue, {
-      endpoint: { id: endpointId, url },
-      event: { id: eventId, type: 'test', payload: { eventId } },
-    });
-  return { name, queue, worker, enqueue };
-}
-
-async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const setup = (options: WebhookWorkerOptions = {}) => webhookTestQueue(admin, 'throttle', options);
 
 describe('a 429 slows its endpoint down; only an endpoint that keeps answering 429 is paused', () => {
   it('one 429 holds back only its own delivery: the endpoint’s other deliveries go on (one 429 paused the whole endpoint, and the five-endpoint mix delivered 456 of 1,000 in 60 s)', async () => {
