@@ -43,7 +43,8 @@ export interface KeyLimitView {
  * have either. `acquire` and `release` are one script each. A key whose
  * leases are all back, whose limit is at `initial` or above and whose last
  * answer was not a 429 has no state at all. Measured (`MEMORY USAGE`, Redis 7, a 19-character key): the hash
- * 136 bytes, the lease set 152 bytes plus 34 per lease, and one index member.
+ * 136 bytes with three fields (at most 16 more with five), the lease set 152
+ * bytes plus 34 per lease, and one index member.
  */
 export class LimitStore {
   private readonly keys;

@@ -20,6 +20,7 @@ import {
 import { onCleanup } from '../harness/cleanup.js';
 import { cli } from '../harness/cli.js';
 import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { until, webhookTestQueue } from '../harness/webhook.js';
 
 const admin = connect();
 afterAll(() => admin.disconnect());
@@ -68,39 +69,11 @@ async function receiver(behave: Behaviour): Promise<Receiver> {
   return { url: `http://127.0.0.1:${port}/hook`, arrivals, delivered };
 }
 
-function setup(options: WebhookWorkerOptions = {}) {
-  const name = uniqueQueueName('isolation');
-  const queue = createQueue(name, { connection: redisUrl() });
-  const worker = createWebhookWorker(name, {
-    connection: redisUrl(),
-    allowPrivate: true,
-    logger,
-    ...options,
-  });
-  onCleanup(async () => {
-    await worker.close({ timeoutMs: 2_000 });
-    await queue.close();
-    await cleanQueue(admin, name);
-  });
-  const enqueue = (endpointId: string, url: string, eventId: string) =>
-    enqueueWebhook(queue, {
-      endpoint: { id: endpointId, url },
-      event: { id: eventId, type: 'test', payload: { eventId } },
-    });
-  return { name, queue, worker, enqueue };
-}
+const setup = (options: WebhookWorkerOptions = {}) => webhookTestQueue(admin, 'isolation', options);
 
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
-
-async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 describe('webhook delivery that no endpoint can slow down', () => {

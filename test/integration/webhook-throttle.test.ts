@@ -5,22 +5,14 @@
  * its defaults, a real Redis.
  */
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/config/logger.js';
 import { PauseStore } from '../../src/redis/pause-store.js';
-import { createQueue } from '../../src/scheduler/queue.js';
-import {
-  createWebhookWorker,
-  enqueueWebhook,
-  type WebhookWorkerOptions,
-} from '../../workers/webhook/index.js';
-import { onCleanup } from '../harness/cleanup.js';
-import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import type { WebhookWorkerOptions } from '../../workers/webhook/index.js';
+import { connect } from '../harness/redis.js';
+import { listenOnLoopback, until, webhookTestQueue } from '../harness/webhook.js';
 
 const admin = connect();
 afterAll(() => admin.disconnect());
-const logger = createLogger({ level: 'silent' });
 
 interface Receiver {
   url: string;
@@ -50,47 +42,11 @@ async function receiver(
       res.writeHead(status, headers).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  onCleanup(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  r.url = `${await listenOnLoopback(server)}/hook`;
   return r;
 }
 
-function setup(options: WebhookWorkerOptions = {}) {
-  const name = uniqueQueueName('throttle');
-  const queue = createQueue(name, { connection: redisUrl() });
-  const worker = createWebhookWorker(name, {
-    connection: redisUrl(),
-    allowPrivate: true,
-    logger,
-    ...options,
-  });
-  onCleanup(async () => {
-    await worker.close({ timeoutMs: 2_000 });
-    await queue.close();
-    await cleanQueue(admin, name);
-  });
-  const enqueue = (endpointId: string, url: string, eventId: string) =>
-    enqueueWebhook(queue, {
-      endpoint: { id: endpointId, url },
-      event: { id: eventId, type: 'test', payload: { eventId } },
-    });
-  return { name, queue, worker, enqueue };
-}
-
-async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const setup = (options: WebhookWorkerOptions = {}) => webhookTestQueue(admin, 'throttle', options);
 
 describe('a 429 slows its endpoint down; only an endpoint that keeps answering 429 is paused', () => {
   it('one 429 holds back only its own delivery: the endpoint’s other deliveries go on (one 429 paused the whole endpoint, and the five-endpoint mix delivered 456 of 1,000 in 60 s)', async () => {
@@ -113,11 +69,12 @@ describe('a 429 slows its endpoint down; only an endpoint that keeps answering 4
   });
 
   it(
-    'a receiver that takes 20 requests a second and answers 429 (Retry-After: 1) to the rest gets about its rate, not a hammering, and every event arrives once',
+    'a receiver that takes 10 requests a second and answers 429 (Retry-After: 1) to the rest gets about its rate, not a hammering, and every event arrives once',
     { timeout: 90_000 },
     async () => {
-      const rate = 20;
-      const events = 200;
+      // Low enough that a loaded 2-core machine still offers more than the receiver takes.
+      const rate = 10;
+      const events = 150;
       let start = 0;
       const perWindow = new Map<number, number>();
       const limited = await receiver((_nth, _id, now) => {
@@ -142,8 +99,10 @@ describe('a 429 slows its endpoint down; only an endpoint that keeps answering 4
         `[rate-limited ${rate}/s] ${events} events in ${tookMs} ms; ${limited.arrivals.length} requests; per second: ${counts.join(' ')}`,
       );
       expect([...limited.requests.keys()].length).toBe(events);
-      // Near its rate: 200 events at 20/s take 10 s; here within 1.6× that.
-      expect(tookMs).toBeLessThan((events / rate) * 1_000 * 1.6);
+      // The receiver did limit (the worker offered more than its rate)…
+      expect(limited.arrivals.length).toBeGreaterThan(events);
+      // …and it got about its rate: 150 events at 10/s take 15 s; here within 2× that (a loaded machine).
+      expect(tookMs).toBeLessThan((events / rate) * 1_000 * 2);
       // Without hammering: on average under 1.5× its rate, and no second far past it.
       expect(mean).toBeLessThan(rate * 1.5);
       expect(Math.max(...counts)).toBeLessThan(rate * 2.5);
