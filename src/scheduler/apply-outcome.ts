@@ -90,7 +90,7 @@ export async function applyOutcome(
         const now = ctx.clock.now();
         if (attempt.key === ctx.queueBreakerKey && attempt.reason === 'breaker') {
           // An isolated circuit stays shut until closed by hand: no timer may resume fetching.
-          const isolated = ctx.gate.stateOf(attempt.key)?.isolated;
+          const isolated = ctx.gate.stateOf(attempt.key)?.phase === 'isolated';
           ctx.fetch.pause(isolated ? Number.POSITIVE_INFINITY : attempt.retryAt);
         }
         await ctx.moves.delay(job, token, attempt.state, attempt.retryAt - now, now, false);
