@@ -4,6 +4,7 @@ import {
   type BreakerOptionsInput,
 } from '../src/policy/breaker/breaker-options.js';
 import type { BreakerState } from '../src/policy/breaker/breaker.js';
+import { breakerStateView } from '../src/policy/breaker/breaker-state.js';
 import { BreakerStore, type BreakerMessage } from '../src/redis/breaker-store.js';
 import { requeueKeys } from '../src/redis/keys.js';
 import { createQueue } from '../src/scheduler/queue.js';
@@ -121,7 +122,7 @@ export async function measureStopping(options: StopOptions): Promise<TripSample[
           const before = opened.length;
           dependency.fail();
           await until(() => opened.length > before, 'the failures to trip the breaker', 10_000);
-          tripAt = opened[opened.length - 1]!.openedAt!;
+          tripAt = breakerStateView(opened[opened.length - 1]!).openedAt!;
         }
         await sleep(settleMs);
         const reports = await askReports(reportConnection, queueName, fleet.length);

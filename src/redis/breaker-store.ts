@@ -12,14 +12,18 @@ import {
   type Step,
   type WindowStats,
 } from '../policy/breaker/breaker.js';
-import { parseBreakerState } from '../policy/breaker/breaker-state.js';
+import {
+  breakerStateView,
+  parseBreakerState,
+  toStoredBreakerState,
+} from '../policy/breaker/breaker-state.js';
 import { windowStats } from '../policy/breaker/job-count.js';
 import { geometryFor, windowLengthMs, windowSums, type WindowGeometry } from '../policy/window.js';
 import { requeueKeys } from './keys.js';
 import * as lua from './lua-commands.js';
 import { readWindow, recordBreakerWindow } from './window-scripts.js';
 
-/** A breaker transition as published to every worker. */
+/** A breaker transition as published to every worker (`state` as {@link toStoredBreakerState} writes it). */
 export interface BreakerMessage {
   key: string;
   transition: BreakerTransition;
@@ -61,16 +65,17 @@ export interface BreakerStatus {
  * flat, times in ms since the epoch, `halfOpenAt` only while open.
  */
 export function breakerStatusView(s: BreakerStatus) {
+  const view = breakerStateView(s.state);
   return {
     key: s.key,
-    state: s.state.phase,
-    isolated: Boolean(s.state.isolated),
+    state: view.state,
+    isolated: view.isolated,
     failureRate: s.window.failureRate,
     failures: s.window.failures,
     total: s.window.total,
     consecutiveFailures: s.window.consecutiveFailures,
-    openedAt: s.state.openedAt ?? null,
-    halfOpenAt: s.state.phase === 'open' ? (s.state.halfOpenAt ?? null) : null,
+    openedAt: view.openedAt,
+    halfOpenAt: view.halfOpenAt,
     probesInFlight: Object.keys(s.state.probes).length,
     trips: s.state.trips,
     // The live window's own geometry (null: no window yet).
@@ -272,6 +277,7 @@ export class BreakerStore {
       const message = next.transition
         ? { key, transition: next.transition, state: next.state }
         : undefined;
+      const stored = toStoredBreakerState(next.state);
       const written = await lua.breakerCas(
         this.redis,
         [
@@ -282,11 +288,11 @@ export class BreakerStore {
         ],
         [
           current.version,
-          JSON.stringify(next.state),
-          next.state.phase,
+          JSON.stringify(stored),
+          stored.phase,
           key,
           this.keys.breakerChannel,
-          message ? JSON.stringify(message) : '',
+          message ? JSON.stringify({ ...message, state: stored }) : '',
           // A reset clears the window; a close from half-open forgets its failures only.
           clearWindow ? 1 : next.transition === 'closed' ? 2 : 0,
           this.options.idleMs,

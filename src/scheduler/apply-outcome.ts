@@ -88,7 +88,7 @@ export async function applyOutcome(
         const now = ctx.clock.now();
         if (attempt.key === ctx.queueBreakerKey && attempt.reason === 'breaker') {
           // An isolated circuit stays shut until closed by hand: no timer may resume fetching.
-          const isolated = ctx.gate.stateOf(attempt.key)?.isolated;
+          const isolated = ctx.gate.stateOf(attempt.key)?.phase === 'isolated';
           ctx.fetch.pause(isolated ? Number.POSITIVE_INFINITY : attempt.retryAt);
         }
         // A full key's job dispatched fairly (BullMQ's prioritized set) is parked

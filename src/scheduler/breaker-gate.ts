@@ -126,7 +126,7 @@ export class BreakerGate {
     retry: boolean,
   ): Promise<Admission> {
     const now = this.options.clock.now();
-    if (cached.phase === 'open') {
+    if (cached.phase === 'open' || cached.phase === 'isolated') {
       // An open circuit turns jobs away by the cached state alone, by the same rule as in Redis.
       const local = admit(cached, now, probeId, this.options.breaker!, retry);
       if (local.verdict.kind === 'reject' && local.transition === undefined) return local.verdict;
@@ -288,7 +288,11 @@ export class BreakerGate {
       }
       for (const [key, state] of open) {
         const transition =
-          state.phase === 'open' ? 'opened' : state.phase === 'half-open' ? 'half-open' : 'closed';
+          state.phase === 'half-open'
+            ? 'half-open'
+            : state.phase === 'closed'
+              ? 'closed'
+              : 'opened';
         this.apply({ key, transition, state });
       }
     } catch (err) {
@@ -302,8 +306,8 @@ function sameEpisode(a: BreakerState, b: BreakerState): boolean {
   return (
     a.phase === b.phase &&
     a.trips === b.trips &&
-    a.halfOpenAt === b.halfOpenAt &&
-    a.isolated === b.isolated
+    ('halfOpenAt' in a ? a.halfOpenAt : undefined) ===
+      ('halfOpenAt' in b ? b.halfOpenAt : undefined)
   );
 }
 
@@ -324,8 +328,8 @@ export interface TransitionContext {
 export function announceTransition(ctx: TransitionContext, message: BreakerMessage): void {
   const { key, state } = message;
   const event = { queue: ctx.queue, key };
-  if (state.phase === 'open') {
-    const halfOpenAt = state.halfOpenAt ?? Number.POSITIVE_INFINITY;
+  if (state.phase === 'open' || state.phase === 'isolated') {
+    const halfOpenAt = state.phase === 'open' ? state.halfOpenAt : Number.POSITIVE_INFINITY;
     ctx.logger.warn(
       {
         key,

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { libraryLogger, type Logger, type LoggerOption } from '../config/logger.js';
-import type { BreakerPhase } from '../policy/breaker/breaker.js';
+import { breakerStateView, type ShownBreakerPhase } from '../policy/breaker/breaker-state.js';
+import type { BreakerState } from '../policy/breaker/breaker.js';
 import type { BreakerStore } from '../redis/breaker-store.js';
 import type { BudgetStore, BudgetStatus } from '../redis/budget-store.js';
 import { withDeadline } from '../util/lifecycle.js';
@@ -38,12 +39,12 @@ const gaugesNamedTotal = [
 ];
 
 /** The phases a breaker reports in `requeue_breaker_state` and `requeue_breaker_keys`. */
-const phases: readonly BreakerPhase[] = ['closed', 'open', 'half-open'];
+const phases: readonly ShownBreakerPhase[] = ['closed', 'open', 'half-open'];
 
 /** What one scrape reads of one queue; a part is absent when not watched or not readable. */
 interface QueueReading {
   counts?: QueueCounts;
-  breaker?: { queue: BreakerPhase; keys: Record<BreakerPhase, number> };
+  breaker?: { queue: ShownBreakerPhase; keys: Record<ShownBreakerPhase, number> };
   budget?: BudgetStatus;
   limits?: LimitReading;
 }
@@ -367,12 +368,17 @@ export class RequeueMetrics {
 /** The queue-wide breaker's phase and the keyed breakers counted by phase. */
 async function readBreakers(
   store: BreakerStore,
-): Promise<{ queue: BreakerPhase; keys: Record<BreakerPhase, number> }> {
+): Promise<{ queue: ShownBreakerPhase; keys: Record<ShownBreakerPhase, number> }> {
   const [known, notClosed] = await Promise.all([store.knownKeys(), store.openBreakers()]);
-  const keys: Record<BreakerPhase, number> = { closed: 0, open: 0, 'half-open': 0 };
+  const keys: Record<ShownBreakerPhase, number> = { closed: 0, open: 0, 'half-open': 0 };
   for (const key of known) {
     if (key === queueBreakerKey) continue;
-    keys[notClosed.get(key)?.phase ?? 'closed'] += 1;
+    keys[shownPhase(notClosed.get(key))] += 1;
   }
-  return { queue: notClosed.get(queueBreakerKey)?.phase ?? 'closed', keys };
+  return { queue: shownPhase(notClosed.get(queueBreakerKey)), keys };
+}
+
+/** A phase as the metrics show it (an isolated circuit is open). */
+function shownPhase(state: BreakerState | undefined): ShownBreakerPhase {
+  return state ? breakerStateView(state).state : 'closed';
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
+import { deadReasons } from '../../src/errors/dead-reason.js';
 import type { AttemptRecord } from '../../src/policy/job-state.js';
 import type { RedisClient } from '../../src/redis/connection.js';
 import { LimitStore } from '../../src/redis/limit-store.js';
@@ -432,6 +433,12 @@ describe('the admin API', () => {
     expect((await json(`/admin/queues/${name}/endpoints`)).body.endpoints).toEqual([]);
   });
 
+  it('serves the dead reasons from the library’s one list (the dashboard kept a copy)', async () => {
+    const { status, body } = await json('/admin/dlq/reasons');
+    expect(status).toBe(200);
+    expect(body).toEqual({ reasons: [...deadReasons] });
+  });
+
   it('publishes an OpenAPI document that lists every admin route', async () => {
     const { status, body } = await json('/admin/openapi.json');
     expect(status).toBe(200);
@@ -460,6 +467,7 @@ describe('the admin API', () => {
       `/admin/queues/${name}/schedule?horizon=minute`,
       `/admin/queues/${name}/jobs/ro-live`,
       `/admin/queues/${name}/jobs/ro-1`,
+      '/admin/dlq/reasons',
       `/admin/queues/${name}/dlq?reason=permanent-error`,
       `/admin/queues/${name}/dlq/count`,
       `/admin/queues/${name}/dlq/ro-1`,

@@ -9,6 +9,7 @@ import {
   type BreakerOptionsInput,
 } from '../../src/policy/breaker/breaker-options.js';
 import type { BreakerState } from '../../src/policy/breaker/breaker.js';
+import { toBreakerState } from '../../src/policy/breaker/breaker-state.js';
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
 import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
 import { BreakerStore, type BreakerMessage } from '../../src/redis/breaker-store.js';
@@ -128,6 +129,8 @@ interface Seen extends BreakerMessage {
   receivedAt: number;
 }
 
+type OpenState = Extract<BreakerState, { phase: 'open' }>;
+
 /** Listens to a queue's breaker channel: every transition any worker publishes. */
 async function watchTransitions(name: string) {
   const channel = requeueKeys(name).breakerChannel;
@@ -138,14 +141,17 @@ async function watchTransitions(name: string) {
   subscriber.on('message', (_channel: string, raw: string) => {
     const message = JSON.parse(raw) as BreakerMessage | { sentinel: string };
     if ('sentinel' in message) sentinels.add(message.sentinel);
-    else seen.push({ ...message, receivedAt: Date.now() });
+    // Read as the workers read it (the published form is the stored one).
+    else seen.push({ ...message, state: toBreakerState(message.state)!, receivedAt: Date.now() });
   });
   await subscriber.subscribe(channel);
   return {
     seen,
-    /** States of the 'opened' transitions of `key`, in order. */
-    opened(key = queueBreakerKey): BreakerState[] {
-      return seen.filter((m) => m.key === key && m.transition === 'opened').map((m) => m.state);
+    /** States of the 'opened' transitions of `key` (tripped, not isolated), in order. */
+    opened(key = queueBreakerKey): OpenState[] {
+      return seen.flatMap((m) =>
+        m.key === key && m.transition === 'opened' && m.state.phase === 'open' ? [m.state] : [],
+      );
     },
     transitions(key = queueBreakerKey): string[] {
       return seen.filter((m) => m.key === key).map((m) => m.transition);
@@ -208,7 +214,7 @@ describe('the breaker stops calls to a failing dependency', () => {
       await queue.addBulk(jobs(20));
 
       await until(() => watch.opened().length >= 3, 'a trip, then two failed probes');
-      const [first, second, third] = watch.opened() as [BreakerState, BreakerState, BreakerState];
+      const [first, second, third] = watch.opened() as [OpenState, OpenState, OpenState];
       expect([first.trips, second.trips, third.trips]).toEqual([1, 2, 3]);
       expect(first.halfOpenAt! - first.openedAt!).toBe(2_000);
       const learnedAt = learned[0]!;
@@ -263,7 +269,7 @@ describe('the breaker stops calls to a failing dependency', () => {
       await queue.addBulk(jobs(30));
 
       await until(() => watch.opened().length >= 3, 'a trip, then two failed half-open periods');
-      const [first, second] = watch.opened() as [BreakerState, BreakerState];
+      const [first, second] = watch.opened() as [OpenState, OpenState];
       for (const worker of workers) {
         const learned = await worker.waitForEvent((e) => e.name === 'breaker:opened');
         const own = dep.calls.filter((c) => c.worker === worker.id);
@@ -511,12 +517,12 @@ describe('the breaker in Redis under concurrency', () => {
     await store.record('k', { successes: 0, failures: 1, trailingFailures: 1 }, now);
     const message = await store.forceOpen('k', now + 10);
     await watch.sync();
-    expect((await store.read('k')).state).toMatchObject({ phase: 'open', isolated: true });
+    expect((await store.read('k')).state).toMatchObject({ phase: 'isolated' });
     // Without a message the workers keep the old halfOpenAt until their next reload.
-    expect(message?.state.isolated).toBe(true);
-    expect(watch.seen.filter((m) => m.key === 'k').map((m) => Boolean(m.state.isolated))).toEqual([
-      false,
-      true,
+    expect(message?.state.phase).toBe('isolated');
+    expect(watch.seen.filter((m) => m.key === 'k').map((m) => m.state.phase)).toEqual([
+      'open',
+      'isolated',
     ]);
   });
 

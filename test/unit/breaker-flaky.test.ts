@@ -184,7 +184,8 @@ describe('a breaker that tells flaky from down (pure policy)', () => {
   it('half-open, a retry probes at once and a first try only firstTryProbeDelayMs later', () => {
     const o = parseBreakerOptions({ minimumRequests: 1, firstTryProbeDelayMs: 1_000 });
     const open = onWindow(closedState(), windowStats(1, 1, 1), T0, o).state;
-    const at = open.halfOpenAt!;
+    if (open.phase !== 'open') throw new Error(`expected an open circuit, not ${open.phase}`);
+    const at = open.halfOpenAt;
     const first = admit(open, at, 'first', o, false);
     expect(first.transition).toBe('half-open');
     expect(first.verdict).toEqual({ kind: 'reject', retryAt: at + 1_000 });

@@ -7,7 +7,11 @@ import {
   onWindow,
   type BreakerState,
 } from '../../src/policy/breaker/breaker.js';
-import { parseBreakerState, toBreakerState } from '../../src/policy/breaker/breaker-state.js';
+import {
+  parseBreakerState,
+  toBreakerState,
+  toStoredBreakerState,
+} from '../../src/policy/breaker/breaker-state.js';
 
 /** The reference time of these tests: when the circuit trips. */
 const T0 = Date.UTC(2025, 0, 1, 12, 0, 0);
@@ -41,6 +45,30 @@ describe('the stored breaker state', () => {
       probes: {},
       probeSuccesses: 0,
     });
+  });
+
+  it('reads an isolated circuit as earlier versions wrote it (open, isolated, no half-open time)', () => {
+    const isolatedAsBefore = {
+      phase: 'isolated',
+      openedAt: 5,
+      trips: 2,
+      probes: {},
+      probeSuccesses: 0,
+    };
+    expect(parseBreakerState('{"phase":"open","openedAt":5,"trips":2,"isolated":true}')).toEqual(
+      isolatedAsBefore,
+    );
+    // An open circuit without a half-open time could only be isolated.
+    expect(parseBreakerState('{"phase":"open","openedAt":5,"trips":2}')).toEqual(isolatedAsBefore);
+  });
+
+  it('stores and publishes an isolated circuit as earlier versions wrote it, and reads it back', () => {
+    const stored = toStoredBreakerState(isolated);
+    expect(stored).toEqual({ ...isolated, phase: 'open', isolated: true });
+    expect(stored).not.toHaveProperty('halfOpenAt');
+    expect(toBreakerState(JSON.parse(JSON.stringify(stored)))).toEqual(isolated);
+    for (const state of [closedState(), open, half])
+      expect(toStoredBreakerState(state)).toBe(state);
   });
 
   it('keeps only the fields of the phase', () => {

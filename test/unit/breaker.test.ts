@@ -30,8 +30,16 @@ function stats(total: number, failures: number, consecutiveFailures = 0): Window
   return { total, failures, consecutiveFailures };
 }
 
+type OpenState = Extract<BreakerState, { phase: 'open' }>;
+
+/** `state`, which must be open (with its half-open time). */
+function asOpen(state: BreakerState): OpenState {
+  if (state.phase !== 'open') throw new Error(`expected an open circuit, not ${state.phase}`);
+  return state;
+}
+
 /** A circuit tripped at `at` by a window of failures only. */
-function tripped(o: BreakerOptions, at = T0): BreakerState {
+function tripped(o: BreakerOptions, at = T0): OpenState {
   const step = onWindow(
     closedState(),
     stats(o.minimumRequests, o.minimumRequests, o.minimumRequests),
@@ -39,13 +47,13 @@ function tripped(o: BreakerOptions, at = T0): BreakerState {
     o,
   );
   expect(step.transition).toBe('opened');
-  return step.state;
+  return asOpen(step.state);
 }
 
 /** A tripped circuit moved to half-open by its first probe, `first`. */
 function halfOpen(o: BreakerOptions, first = 'p0'): BreakerState {
   const open = tripped(o);
-  const step = admit(open, open.halfOpenAt!, first, o);
+  const step = admit(open, open.halfOpenAt, first, o);
   expect(step.transition).toBe('half-open');
   expect(step.verdict).toEqual({ kind: 'probe', probeId: first });
   return step.state;
@@ -188,8 +196,8 @@ describe('open → half-open', () => {
 describe('half-open probes', () => {
   it.each([1, 2, 3, 7])('admits exactly halfOpenProbes (%i) at once', (probes) => {
     const o = options({ halfOpenProbes: probes, halfOpenRetryMs: 250 });
-    let state = tripped(o);
-    const at = state.halfOpenAt!;
+    let state: BreakerState = tripped(o);
+    const at = tripped(o).halfOpenAt;
     const verdicts: string[] = [];
     for (let i = 0; i < 20; i += 1) {
       const step = admit(state, at + i, `p${i}`, o);
@@ -287,13 +295,13 @@ describe('open duration', () => {
   it('reopening after failed probes waits openDuration(trips), capped', () => {
     const o = options({ openMs: 1_000, openFactor: 3, maxOpenMs: 20_000 });
     let state = tripped(o);
-    const waits: number[] = [state.halfOpenAt! - state.openedAt!];
+    const waits: number[] = [state.halfOpenAt - state.openedAt!];
     for (let round = 0; round < 5; round += 1) {
-      const now = state.halfOpenAt!;
-      state = admit(state, now, `p${round}`, o).state;
-      const step = onProbeResult(state, `p${round}`, false, now + 1, o);
+      const now = state.halfOpenAt;
+      const probing = admit(state, now, `p${round}`, o).state;
+      const step = onProbeResult(probing, `p${round}`, false, now + 1, o);
       expect(step.transition).toBe('opened');
-      state = step.state;
+      state = asOpen(step.state);
       waits.push(state.halfOpenAt! - state.openedAt!);
     }
     expect(waits).toEqual([1_000, 3_000, 9_000, 20_000, 20_000, 20_000]);
@@ -307,8 +315,13 @@ describe('manual control', () => {
   it('forceOpen isolates: never half-open, whatever the time, until forceClose', () => {
     const step = forceOpen(closedState(), T0);
     expect(step.transition).toBe('opened');
-    expect(step.state).toMatchObject({ phase: 'open', openedAt: T0, isolated: true });
-    expect(step.state.halfOpenAt).toBeUndefined();
+    expect(step.state).toEqual({
+      phase: 'isolated',
+      openedAt: T0,
+      trips: 0,
+      probes: {},
+      probeSuccesses: 0,
+    });
     for (const later of [T0, T0 + o.openMs, T0 + o.maxOpenMs, T0 + 365 * 86_400_000]) {
       const verdict = admit(step.state, later, 'p', o);
       expect(verdict.transition).toBeUndefined();
@@ -321,11 +334,11 @@ describe('manual control', () => {
 
   it('forceOpen of a tripped or half-open circuit isolates it too', () => {
     const fromOpen = forceOpen(tripped(o), T0 + 10);
-    expect(fromOpen.state).toMatchObject({ phase: 'open', isolated: true, trips: 1 });
-    expect(fromOpen.state.halfOpenAt).toBeUndefined();
+    expect(fromOpen.state).toMatchObject({ phase: 'isolated', trips: 1 });
+    expect(fromOpen.state).not.toHaveProperty('halfOpenAt');
     const fromHalf = forceOpen(halfOpen(o), T0 + 10);
     expect(fromHalf.transition).toBe('opened');
-    expect(fromHalf.state).toMatchObject({ phase: 'open', isolated: true, probes: {} });
+    expect(fromHalf.state).toMatchObject({ phase: 'isolated', probes: {} });
   });
 
   it('isolating a tripped circuit is a transition, so that it is published to the workers', () => {

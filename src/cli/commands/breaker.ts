@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { systemClock } from '../../util/system.js';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
+import { breakerStateView } from '../../policy/breaker/breaker-state.js';
 import { parseBudgetOptions } from '../../policy/budget/budget-options.js';
 import { BreakerStore, breakerStatusView, type BreakerStatus } from '../../redis/breaker-store.js';
 import { BudgetStore, type BudgetStatus } from '../../redis/budget-store.js';
@@ -62,17 +63,18 @@ export function registerBreaker(program: Command): void {
         }
         printTable(
           ['KEY', 'STATE', 'FAILURES/TOTAL', 'RATE', 'OPENED AT', 'HALF-OPEN AT', 'PROBES'],
-          statuses.map((s) => [
-            s.key,
-            s.state.isolated ? 'open (isolated)' : s.state.phase,
-            `${s.window.failures}/${s.window.total}`,
-            `${(s.window.failureRate * 100).toFixed(0)}%`,
-            s.state.openedAt ? new Date(s.state.openedAt).toISOString() : '',
-            s.state.halfOpenAt && s.state.phase === 'open'
-              ? new Date(s.state.halfOpenAt).toISOString()
-              : '',
-            String(Object.keys(s.state.probes).length),
-          ]),
+          statuses.map((s) => {
+            const view = breakerStateView(s.state);
+            return [
+              s.key,
+              view.isolated ? 'open (isolated)' : view.state,
+              `${s.window.failures}/${s.window.total}`,
+              `${(s.window.failureRate * 100).toFixed(0)}%`,
+              view.openedAt ? new Date(view.openedAt).toISOString() : '',
+              view.halfOpenAt ? new Date(view.halfOpenAt).toISOString() : '',
+              String(Object.keys(s.state.probes).length),
+            ];
+          }),
         );
         for (const p of paused) process.stdout.write(`paused: ${p.key} until ${p.until}\n`);
         process.stdout.write(

@@ -1,6 +1,7 @@
 import { readOnlyBullQueue } from '../../scheduler/bullmq/bull-queue.js';
 import type { Command } from 'commander';
 import { parseBreakerOptions } from '../../policy/breaker/breaker-options.js';
+import { breakerStateView } from '../../policy/breaker/breaker-state.js';
 import { BreakerStore } from '../../redis/breaker-store.js';
 import type { RedisClient } from '../../redis/connection.js';
 import { discoverQueues } from '../../redis/queue-discovery.js';
@@ -78,6 +79,7 @@ async function summarize(redis: RedisClient, name: string): Promise<QueueSummary
       // The stored state is read as it is: these options play no part in a status read.
       new BreakerStore(redis, name, parseBreakerOptions({})).status(queueBreakerKey),
     ]);
+    const shown = breakerStateView(breaker.state);
     return {
       queue: name,
       waiting: counts.waiting,
@@ -85,8 +87,8 @@ async function summarize(redis: RedisClient, name: string): Promise<QueueSummary
       delayed: counts.delayed,
       dead: counts.dead,
       workers,
-      breaker: breaker.state.phase,
-      isolated: Boolean(breaker.state.isolated),
+      breaker: shown.state,
+      isolated: shown.isolated,
     };
   } finally {
     await queue.close();

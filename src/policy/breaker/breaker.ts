@@ -9,14 +9,11 @@ import type { BreakerOptions } from './breaker-options.js';
  * @see cockatiel's `CircuitBreakerPolicy` for the states; seed 001 for why.
  */
 
-export type BreakerPhase = 'closed' | 'open' | 'half-open';
+/** A circuit's phase; `isolated` is opened by hand, shut until closed by hand (cockatiel's `Isolated`). */
+export type BreakerPhase = 'closed' | 'open' | 'half-open' | 'isolated';
 
-export interface BreakerState {
-  phase: BreakerPhase;
-  /** When the circuit last opened. */
-  openedAt?: number;
-  /** When an open circuit starts letting probes through; absent while isolated. */
-  halfOpenAt?: number;
+/** What a circuit counts in every phase. */
+export interface BreakerCounts {
   /** Trips since the circuit was last closed: the open time grows with them. */
   trips: number;
   /** Probes in flight: probe id → when its lease ends. */
@@ -25,9 +22,32 @@ export interface BreakerState {
   probeSuccesses: number;
   /** Probes that failed in this half-open period (only a ratio-closing breaker keeps going after one). */
   probeFailures?: number;
-  /** Set by a manual `open` (isolate): no probe until a manual `close`. */
-  isolated?: boolean;
 }
+
+/**
+ * A circuit's state: one shape per phase, each with the times that phase
+ * has. Stored and published as `breaker-state.ts` writes it.
+ */
+export type BreakerState =
+  | (BreakerCounts & { phase: 'closed' })
+  | (BreakerCounts & {
+      phase: 'open';
+      /** When the circuit last opened. */
+      openedAt?: number;
+      /** When it starts letting probes through. */
+      halfOpenAt: number;
+    })
+  | (BreakerCounts & {
+      phase: 'half-open';
+      openedAt?: number;
+      /** When probing began; absent in a state stored without it (first tries probe at once). */
+      halfOpenAt?: number;
+    })
+  | (BreakerCounts & {
+      phase: 'isolated';
+      /** When it was opened by hand. */
+      openedAt?: number;
+    });
 
 /** The outcomes a window holds. */
 export interface WindowStats {
@@ -131,13 +151,12 @@ export function admit(
   retry = true,
 ): Step<Admission> {
   if (state.phase === 'closed') return { state, verdict: { kind: 'allow' } };
+  // Isolated until closed by hand: ask again now and then, not every second.
+  if (state.phase === 'isolated')
+    return { state, verdict: { kind: 'reject', retryAt: now + options.isolatedRetryMs } };
   let next = state;
   let transition: BreakerTransition | undefined;
   if (state.phase === 'open') {
-    if (state.isolated || state.halfOpenAt === undefined) {
-      // Isolated until closed by hand: ask again now and then, not every second.
-      return { state, verdict: { kind: 'reject', retryAt: now + options.isolatedRetryMs } };
-    }
     if (now < state.halfOpenAt)
       return { state, verdict: { kind: 'reject', retryAt: state.halfOpenAt } };
     next = { ...state, phase: 'half-open', probes: {}, probeSuccesses: 0, probeFailures: 0 };
@@ -205,14 +224,13 @@ export function onProbeResult(
 /** Manual isolate: open until closed by hand. */
 export function forceOpen(state: BreakerState, now: number): Step {
   // Already isolated: nothing changes, nothing to tell the workers.
-  if (state.isolated) return { state, verdict: undefined };
+  if (state.phase === 'isolated') return { state, verdict: undefined };
   const next: BreakerState = {
-    phase: 'open',
+    phase: 'isolated',
     openedAt: now,
     trips: state.trips,
     probes: {},
     probeSuccesses: 0,
-    isolated: true,
   };
   return {
     state: next,

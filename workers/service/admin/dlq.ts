@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { deadReasons } from '../../../src/errors/dead-reason.js';
 import { HttpError } from '../http.js';
 import { deadJobView, toFilter, type AdminPluginOptions } from './context.js';
 import { deadBulkBody, deadFilterQuery, deadListQuery, jobParams, queueParams } from './schemas.js';
@@ -8,6 +9,13 @@ import { deadBulkBody, deadFilterQuery, deadListQuery, jobParams, queueParams } 
  * library's fenced moves.
  */
 export const dlqRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (api, { ctx }) => {
+  // The one list (src/errors/dead-reason.ts), for the dashboard's filter.
+  api.get(
+    '/dlq/reasons',
+    { schema: { summary: 'The reasons a job can be dead-lettered, to filter by' } },
+    () => ({ reasons: deadReasons }),
+  );
+
   api.get(
     '/queues/:queue/dlq',
     {

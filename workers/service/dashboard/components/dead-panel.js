@@ -7,18 +7,6 @@ import { ago, time } from '../lib/format.js';
 import { html } from '../lib/html.js';
 import { usePoll } from '../lib/use-poll.js';
 
-export const deadReasons = [
-  'permanent-error',
-  'gone',
-  'max-attempts',
-  'max-elapsed',
-  'invalid-payload',
-  'budget-exhausted',
-  'endpoint-disabled',
-  'max-deferrals',
-  'child-failed',
-];
-
 export function DeadPanel({ queue, tick, onError, ask, refresh }) {
   const pageSize = 20;
   const [filters, setFilters] = useState({ reason: '', name: '', since: '', until: '' });
@@ -35,6 +23,8 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
   for (const key of ['since', 'until'])
     if (filters[key]) params.set(key, (body[key] = String(new Date(filters[key]).getTime())));
   const [data, error] = usePoll(`/queues/${q(queue)}/dlq?${params}`, tick, onError);
+  // The reasons the library files deaths under, from the admin API (read once).
+  const [reasons] = usePoll('/dlq/reasons', 0, onError);
   const set = (key) => (e) => {
     setFilters({ ...filters, [key]: e.target.value });
     setOffset(0);
@@ -94,7 +84,7 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
         >Reason
         <select value=${filters.reason} onChange=${set('reason')} data-testid="filter-reason">
           <option value="">any</option>
-          ${deadReasons.map((r) => html`<option value=${r}>${r}</option>`)}
+          ${(reasons?.reasons ?? []).map((r) => html`<option value=${r}>${r}</option>`)}
         </select>
       </label>
       <label
