@@ -58,6 +58,7 @@ async function admitAndRun<T>(
   token: string,
 ): Promise<unknown> {
   let settled: Attempt | undefined;
+  let limited = false;
   try {
     // Adaptive concurrency: a lease under the key's fleet-wide limit, or deferred as a full bulkhead.
     if (a.entered && ctx.limits !== undefined) {
@@ -71,7 +72,10 @@ async function admitAndRun<T>(
       if (refused !== undefined) return ctx.apply(a.handle.bullJob, token, refused);
     }
     a.startedAt = ctx.clock.now();
-    ctx.workerLimit?.started();
+    if (ctx.workerLimit !== undefined) {
+      ctx.workerLimit.started();
+      limited = true;
+    }
     let outcome: Attempt | Promise<Attempt>;
     if (ctx.attemptTimeoutMs !== undefined) outcome = runWithTimeout(ctx, a, ctx.attemptTimeoutMs);
     else {
@@ -95,9 +99,9 @@ async function admitAndRun<T>(
   } finally {
     if (a.entered) ctx.keys.leave(a.key!);
     if (a.lease !== undefined) ctx.limits!.release(a.lease, settled);
-    if (a.startedAt !== 0 && ctx.workerLimit !== undefined) {
+    if (limited) {
       const now = ctx.clock.now();
-      ctx.workerLimit.finished(now - a.startedAt, attemptSignal(settled), now);
+      ctx.workerLimit!.finished(now - a.startedAt, attemptSignal(settled), now);
     }
   }
 }
