@@ -12,11 +12,12 @@
  * side's recovered / not-recovered verdict, per strategy; writes its section of
  * bench/RESULTS.md.
  *
- * `--protect` runs each strategy twice, bare and with requeue's default
- * protections (`defaultProtections()` in bench/outage/real-run.ts; the
- * simulator gets the same breaker and budget options), side by side.
- * `--protect-options '<json>'` puts worker options over them (breaker,
- * budget, concurrency, keyConcurrency; `"breakerKey": "server"` gives every
+ * `--protect` runs each strategy twice, bare (every protection off, the
+ * default concurrency limit too) and with requeue's default protections
+ * (`defaultProtections()` in bench/outage/real-run.ts, plus what is on by
+ * default; the simulator gets the same breaker, budget and limit), side by
+ * side. `--protect-options '<json>'` puts worker options over them (breaker,
+ * budget, concurrency, concurrencyLimit, keyConcurrency; `"breakerKey": "server"` gives every
  * job that key) to find which protection would do; such runs are printed, not
  * written. `--scenario overload` runs the steady overload instead
  * (bench/outage/scenarios.ts: the same clients, ~2× the server's best, no
