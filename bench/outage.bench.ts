@@ -12,11 +12,12 @@
  * side's recovered / not-recovered verdict, per strategy; writes its section of
  * bench/RESULTS.md.
  *
- * `--protect` runs each strategy twice, bare and with requeue's default
- * protections (`defaultProtections()` in bench/outage/real-run.ts; the
- * simulator gets the same breaker and budget options), side by side.
- * `--protect-options '<json>'` puts worker options over them (breaker,
- * budget, concurrency, keyConcurrency; `"breakerKey": "server"` gives every
+ * `--protect` runs each strategy twice, bare (every protection off, the
+ * default concurrency limit too) and with requeue's default protections
+ * (`defaultProtections()` in bench/outage/real-run.ts, plus what is on by
+ * default; the simulator gets the same breaker, budget and limit), side by
+ * side. `--protect-options '<json>'` puts worker options over them (breaker,
+ * budget, concurrency, concurrencyLimit, keyConcurrency; `"breakerKey": "server"` gives every
  * job that key) to find which protection would do; such runs are printed, not
  * written. `--scenario overload` runs the steady overload instead
  * (bench/outage/scenarios.ts: the same clients, ~2× the server's best, no
@@ -246,7 +247,7 @@ const scenarioNote =
     ? `The steady overload (\`bench/outage/scenarios.ts\`): no outage; the clients offer ~${offeredPerSecond(params).toFixed(0)} req/s (at the server's minimum latency) to a server whose best is **${best.perSecond.toFixed(1)} req/s with ${best.concurrency} in flight** (its knee: c / latency(c) is highest there and falls past it), i.e. ${(offeredPerSecond(params) / best.perSecond).toFixed(2)}× the knee. Goodput is the mean ok/s from second 10 to the end; "of the server's best" is goodput ÷ ${best.perSecond.toFixed(1)}. The same scaling as the outage applies (× ${scale}: the best and the offered rate do not change with the scale).`
     : `This is seed 004's outage (the README's, with backlog 512) × ${scale}: clients, the server's limit, K and backlog × ${scale}, every duration (gap, timeout, latency, outage, backoff base and cap) × ${scale}, so the request rate stays ~100/s, the latency law's exponent is the same function of the fraction of clients in flight, and a run fits in ${durationMs / 1000} s. The run is shorter than ${scale} × 180 s; the recovery rule (≥ 90 % of the ok/s before the stop, concurrency ≤ the limit, ${recoveryWindowS} s in a row) is the simulator's, applied to both sides' per-second figures by the same function. Goodput after the resume is the mean ok/s from the resume to the end.`;
 const protectNote = protect
-  ? `- Protected runs: the worker gets \`${JSON.stringify(protections)}\` (\`defaultProtections()\` in \`bench/outage/real-run.ts\`${overrideText ? ', with `--protect-options` over it' : ''}): every option at requeue's defaults, durations not scaled (a user's defaults are a user's defaults). With no \`breakerKey\` the breaker is the queue's: open, it stops the worker fetching until the half-open time. The simulator's protected run gets the same breaker and budget options through the workers' parsers, but models a keyed breaker (a refused request is deferred to the half-open time), not the queue-wide fetch pause, and no concurrency option.\n`
+  ? `- Protected runs: the worker gets \`${JSON.stringify(protections)}\` (\`defaultProtections()\` in \`bench/outage/real-run.ts\`${overrideText ? ', with `--protect-options` over it' : ''}): every option at requeue's defaults, durations not scaled (a user's defaults are a user's defaults); the worker's concurrency limit learned from latency (\`concurrencyLimit\`, from 10 up to the worker's concurrency) and due retries first are on by default, so they are not named (a bare run gets \`concurrencyLimit: false\`). With no \`breakerKey\` the breaker is the queue's: open, it stops the worker fetching until the half-open time. The simulator's protected run gets the same breaker and budget options through the workers' parsers and the same limiter (\`src/policy/limit/gradient.ts\`, its defaults), but models a keyed breaker (a refused request is deferred to the half-open time), not the queue-wide fetch pause.\n`
   : '';
 const body = `${title}
 

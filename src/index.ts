@@ -93,6 +93,11 @@ export type {
 } from './policy/limit/limit-options.js';
 export { nextLimit, initialLimitState } from './policy/limit/aimd.js';
 export type { Bounds, LimitSignal, LimitState, LimitSample } from './policy/limit/aimd.js';
+export { concurrencyLimitSchema, parseConcurrencyLimit } from './policy/limit/gradient-options.js';
+export type {
+  ConcurrencyLimitOptions,
+  ConcurrencyLimitInput,
+} from './policy/limit/gradient-options.js';
 export { LimitStore } from './redis/limit-store.js';
 export type { Acquired, KeyLimitView, LimitParams } from './redis/limit-store.js';
 export { BreakerStore } from './redis/breaker-store.js';

@@ -37,10 +37,11 @@ export function parseWorkerOptions<T>(name: string, options: WorkerOptions<T>) {
   const adaptive = options.adaptiveConcurrency
     ? parseAdaptiveConcurrency(options.adaptiveConcurrency, 'worker.adaptiveConcurrency')
     : undefined;
+  // On by default only without a key: with one, a slow key must not lower every key's share
+  // (its bulkhead and `adaptiveConcurrency` act per key); given explicitly, it is on.
+  const limitInput = options.concurrencyLimit ?? (options.breakerKey ? false : {});
   const concurrencyLimit =
-    options.concurrencyLimit === false
-      ? undefined
-      : parseConcurrencyLimit(options.concurrencyLimit ?? {}, 'worker.concurrencyLimit');
+    limitInput === false ? undefined : parseConcurrencyLimit(limitInput, 'worker.concurrencyLimit');
   return {
     order,
     adaptive,

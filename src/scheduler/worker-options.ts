@@ -94,7 +94,9 @@ export interface WorkerOptions<T = unknown> {
    * sent more work than it can finish. Jobs over the limit wait in the
    * queue. In memory, per worker. `false` turns it off (the worker always
    * runs `concurrency` jobs at once, as BullMQ does).
-   * @defaultValue on (`{}`), when `concurrency` > 1
+   * With a `breakerKey` it is off unless given: one slow key must not lower
+   * every key's share (the bulkhead and `adaptiveConcurrency` act per key).
+   * @defaultValue on (`{}`) when `concurrency` > 1 and there is no `breakerKey`
    */
   concurrencyLimit?: ConcurrencyLimitInput | false;
   /**

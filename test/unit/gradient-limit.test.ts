@@ -64,6 +64,11 @@ describe('the gradient concurrency limit', () => {
     expect(s.limit).toBe(10);
   });
 
+  it('a handler under latencyFloorMs, seen one at a time in flight, still climbs to concurrency (the no-failures bench held at 10 of 16)', () => {
+    const s = feed(initialGradient(o, 16), 100, 0.2, 1, 'success', 16);
+    expect(s.limit).toBe(16);
+  });
+
   it('a healthy handler of a few milliseconds (under latencyFloorMs) climbs to the ceiling', () => {
     const jitter = (l: number): number => (l * 7919) % 9; // 0–8 ms, noise
     const s = feed(initialGradient(o, 100), 2_000, jitter, (l) => Math.floor(l), 'success', 100);

@@ -215,15 +215,11 @@ describe('requeue simulate --protect', () => {
       'peakConcurrency',
       'perSecond',
     ]);
-    expect(result.params.protect.breaker).toMatchObject({ openMs: 30_000, minimumRequests: 10 });
-    expect(result.params.protect.budget).toMatchObject({ kind: 'token-bucket', capacity: 500 });
-    expect(result.params.protect.limit).toMatchObject({
-      initial: 10,
-      floor: 1,
-      ceiling: 100,
-      backoffRatio: 0.7,
-    });
-    expect(result.params.protect.retryShare).toBe(0.8);
+    expect(result.params.protect.breaker).toMatchObject({ openMs: 5_000, minimumRequests: 10 });
+    expect(result.params.protect.budget).toMatchObject({ kind: 'token-bucket', onEmpty: 'delay' });
+    expect(result.params.protect.limit).toMatchObject({ initial: 10, floor: 1, tolerance: 1.5 });
+    expect(result.params.protect.concurrency).toBe(200);
+    expect(result.params.protect.retryShare).toBe(0.5);
     // The bare rows are the run without --protect, unchanged.
     const bare = await simulate(...quickOutage, '--strategies', 'fixed,exponential', '--json');
     const bareRows = (JSON.parse(bare.stdout) as { strategies: Record<string, unknown>[] })
@@ -255,7 +251,7 @@ describe('requeue simulate --protect', () => {
       '--protect',
     );
     expect(code).toBe(0);
-    expect(out).toMatch(/^\+protect: breaker \{.*AIMD limit 10 \(1–100/m);
+    expect(out).toMatch(/^\+protect: breaker \{.*concurrency limit \(gradient\) from 10 \(1–200/m);
     expect(out).toMatch(/^fixed\s+no\s/m);
     expect(out).toMatch(/^fixed\+protect\s+(yes|no)\s/m);
   });

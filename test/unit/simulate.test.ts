@@ -181,16 +181,22 @@ describe('simulateOutage (seed 004)', () => {
     expect(simulateOutage(['normal-jitter'], outage)).toEqual(first);
   });
 
-  it('a token-bucket budget rescues even fixed-interval retries (with a cap short enough to come back)', () => {
+  it('a token-bucket budget that delays to the cap rescues even fixed-interval retries (with a cap short enough to come back)', () => {
     const params = {
       ...outage,
       server: { ...outage.server, backlog: 1024 },
       policy: { ...outage.policy, capMs: 30_000 },
     };
     const [without] = simulateOutage(['fixed'], params);
-    const [withBudget] = simulateOutage(['fixed'], { ...params, budget: parseBudgetOptions({}) });
+    const toCap = parseBudgetOptions({ onEmpty: 'delay-to-cap' });
+    const [withBudget] = simulateOutage(['fixed'], { ...params, budget: toCap });
     expect(without!.recovered).toBe(false);
     expect(withBudget!.recovered).toBe(true);
+    // The default spreads parked retries over 5–10 s: alone, with nothing bounding what is in
+    // flight, they come back during the 20 s outage and keep it buried; with the worker's
+    // concurrency limit beside it, it recovers (test/unit/simulate-protect.test.ts).
+    const [spread] = simulateOutage(['fixed'], { ...params, budget: parseBudgetOptions({}) });
+    expect(spread!.recovered).toBe(false);
     expect(withBudget!.peakConcurrency).toBeLessThanOrEqual(1024);
   });
 

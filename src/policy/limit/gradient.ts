@@ -47,7 +47,8 @@ export function initialGradient(o: Options, ceiling: number): GradientState {
  * `clamp(tolerance × baseline / short, 0.5, 1)` and the new limit
  * `limit × gradient + √limit`. At gradient 1 the limit grows by √limit per
  * round trip (only while at least half of it is in use, so an idle worker
- * does not climb to a limit it never tried); below, it falls halfway to the
+ * does not climb to a limit it never tried, or while every answer is under
+ * `latencyFloorMs`: nothing to protect); below, it falls halfway to the
  * new value, so a steady overload settles where latency is about
  * `tolerance / (1 − 1/√limit)` × the no-load latency: past the server's
  * knee, not far past. A retryable failure, a timeout or a 429 counts as a
@@ -83,7 +84,9 @@ export function nextGradient(
   const target = state.limit * gradient + Math.sqrt(state.limit);
   let limit = state.limit;
   if (target < limit) limit += decreaseSmoothing * (target - limit);
-  else if (maxInFlight * 2 >= limit) limit = target;
+  // Grows while in use, or while nothing is measurably slow: a handler of a few
+  // ms is seen in flight only briefly (its job spends longer in Redis's moves).
+  else if (maxInFlight * 2 >= limit || shortMs <= floorMs) limit = target;
   return {
     limit: clamp(limit, o.floor, Math.max(o.floor, ceiling)),
     baselineMs,

@@ -63,6 +63,7 @@ async function admitAndRun<T>(
   token: string,
 ): Promise<unknown> {
   let settled: Attempt | undefined;
+  let limited = false;
   try {
     // A rate-limited key: the attempt waits for its reserved slot (deferred, no attempt used).
     if (a.key !== undefined && ctx.rateSlot !== undefined) {
@@ -80,7 +81,10 @@ async function admitAndRun<T>(
       if (refused !== undefined) return ctx.apply(held, token, refused);
     }
     a.startedAt = ctx.clock.now();
-    ctx.workerLimit?.started();
+    if (ctx.workerLimit !== undefined) {
+      ctx.workerLimit.started();
+      limited = true;
+    }
     let outcome: Attempt | Promise<Attempt>;
     if (ctx.attemptTimeoutMs !== undefined) outcome = runWithTimeout(ctx, a, ctx.attemptTimeoutMs);
     else {
@@ -104,9 +108,9 @@ async function admitAndRun<T>(
   } finally {
     if (a.entered) ctx.keys.leave(a.key!, a.startedAt !== 0);
     if (a.lease !== undefined) ctx.limits!.release(a.lease, settled);
-    if (a.startedAt !== 0 && ctx.workerLimit !== undefined) {
+    if (limited) {
       const now = ctx.clock.now();
-      ctx.workerLimit.finished(now - a.startedAt, attemptSignal(settled), now);
+      ctx.workerLimit!.finished(now - a.startedAt, attemptSignal(settled), now);
     }
   }
 }

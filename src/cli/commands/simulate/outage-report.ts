@@ -31,8 +31,9 @@ function outageParamsJson(params: OutageParams) {
 
 /** What `--protect` ran, for the parameters. */
 function protectJson(protectedRun: OutageParams) {
-  const { limit, retryShare } = protectedRun.protect!;
-  return { breaker: protectedRun.breaker, budget: protectedRun.budget, limit, retryShare };
+  const { limit, concurrency, retryShare } = protectedRun.protect!;
+  const { breaker, budget } = protectedRun;
+  return { breaker, budget, limit, concurrency, retryShare };
 }
 
 /**
