@@ -98,7 +98,10 @@ beforeAll(async () => {
     PATH: `${join(scratch, 'bin')}:${process.env.PATH ?? ''}`,
   };
 }, 60_000);
-afterAll(() => redis?.stop());
+afterAll(async () => {
+  await redis?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
 
 /** Runs one block; its exit code and what it printed. */
 function run(block: Block, index: number) {
