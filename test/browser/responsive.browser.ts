@@ -1,0 +1,128 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/config/logger.js';
+import type { RedisClient } from '../../src/redis/connection.js';
+import { jobIdForKey } from '../../src/scheduler/job-id.js';
+import { parseServiceConfig } from '../../workers/service/config.js';
+import { startService, type RunningService } from '../../workers/service/service.js';
+import { repoRoot } from '../harness/child.js';
+import { seedDead } from '../harness/dlq.js';
+import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
+
+/**
+ * Issue 25, item 7: the dashboard from 390 to 1920 px. At 390 px the page
+ * was 729 px wide, at 800 px the DLQ's Replay/Purge were off the panel, at
+ * 1440 px the endpoint buttons were clipped. At each width: the page does
+ * not scroll sideways, and every button lies inside the viewport's width
+ * (reachable without a sideways scroll). Screenshots go to docs/img/.
+ */
+
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const token = 'browser-test-admin-token-0123456789';
+const widths = [390, 800, 1440] as const;
+
+let redis: RedisClient;
+let service: RunningService;
+let context: BrowserContext;
+let profile: string;
+let page: Page;
+const jobs = uniqueQueueName('ui-wide');
+const hooks = uniqueQueueName('ui-wide-hooks');
+
+describe('the dashboard at 390, 800 and 1440 px', () => {
+  beforeAll(async () => {
+    if (!existsSync(chromiumPath))
+      throw new Error(`${chromiumPath} not found: apt-get install chromium (or set CHROMIUM_PATH)`);
+    redis = connect();
+    const config = parseServiceConfig(
+      {
+        port: 0,
+        redisUrl: redisUrl(),
+        admin: { token },
+        webhooks: { queue: hooks },
+        queues: [{ name: jobs, handler: 'examples/flaky-handler.mjs' }],
+      },
+      {},
+    );
+    service = await startService(config, createLogger({ level: 'silent' }));
+    const now = Date.now();
+    await seedDead(redis, {
+      source: jobs,
+      id: jobIdForKey('invoice:42'),
+      idempotencyKey: 'invoice:42',
+      name: 'charge-a-customer-with-a-rather-long-job-name',
+      data: { invoice: 42 },
+      opts: {},
+      reason: 'max-attempts',
+      message:
+        'upstream answered 503: service unavailable while reaching https://billing.partner.example.com/v2/invoices/42/charge',
+      attempts: 3,
+      history: [],
+      deadAt: now - 1000,
+      replays: 0,
+    });
+    const res = await fetch(`${service.url}/admin/queues/${hooks}/breakers/open`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ key: 'ep_partner_with_a_long_endpoint_id' }),
+    });
+    expect(res.status).toBeLessThan(300);
+    profile = await mkdtemp(join(tmpdir(), 'requeue-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: chromiumPath,
+      headless: true,
+      viewport: { width: 1440, height: 1000 },
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(`${service.url}/#q=${jobs}`);
+    await page.getByTestId('token-prompt').waitFor();
+    await page.locator('[data-testid=token-prompt] input').fill(token);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await page.getByTestId(`queue-${jobs}`).waitFor();
+    await page.getByTestId('dlq').getByRole('button', { name: 'Replay' }).first().waitFor();
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) await rm(profile, { recursive: true, force: true });
+    await service?.stop();
+    await cleanQueue(redis, jobs);
+    await cleanQueue(redis, hooks);
+    redis?.disconnect();
+  });
+
+  it.each(widths)(
+    'at %i px: no sideways scroll, and every button within the width',
+    async (width) => {
+      await page.setViewportSize({ width, height: 900 });
+      // Two frames: the layout has settled at the new width.
+      await page.evaluate(
+        () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))),
+      );
+      const layout = await page.evaluate(() => ({
+        scrollWidth: document.documentElement.scrollWidth,
+        innerWidth: window.innerWidth,
+        outside: Array.from(document.querySelectorAll('button, select, input'))
+          .filter((el) => (el as HTMLElement).offsetParent !== null)
+          .map((el) => ({ el, rect: el.getBoundingClientRect() }))
+          .filter(({ rect }) => rect.left < -1 || rect.right > window.innerWidth + 1)
+          .map(
+            ({ el, rect }) =>
+              `${el.tagName.toLowerCase()} "${(el.textContent ?? '').trim() || el.getAttribute('aria-label') || ''}" at ${Math.round(rect.left)}–${Math.round(rect.right)}`,
+          ),
+      }));
+      await mkdir(join(repoRoot, 'docs/img'), { recursive: true });
+      await page.screenshot({
+        path: join(repoRoot, `docs/img/dashboard-${width}.png`),
+        fullPage: true,
+      });
+      expect(layout.outside).toEqual([]);
+      expect(layout.scrollWidth).toBeLessThanOrEqual(layout.innerWidth);
+    },
+  );
+});
