@@ -125,4 +125,19 @@ describe('the dashboard at 390, 800 and 1440 px', () => {
       expect(layout.scrollWidth).toBeLessThanOrEqual(layout.innerWidth);
     },
   );
+
+  it('an always-0 FAILED count and an Open button on a breaker no worker uses were shown: neither now', async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    const card = page.getByTestId(`queue-${jobs}`);
+    await expect.poll(() => card.getByTestId('count-dead').innerText()).toContain('1');
+    expect(await card.getByTestId('count-failed').count()).toBe(0);
+    const breakers = page.locator('section.panel', { hasText: 'Circuit breakers' });
+    await expect.poll(() => breakers.innerText()).toContain("not used by this queue's workers");
+    expect(await breakers.getByRole('button').count()).toBe(0);
+    // The webhook queue's workers use their breakers: there, the button acts and is shown.
+    await page.getByTestId(`queue-${hooks}`).click();
+    const row = page.getByTestId('breaker-ep_partner_with_a_long_endpoint_id');
+    await row.waitFor();
+    expect(await row.getByRole('button', { name: 'Close' }).count()).toBe(1);
+  });
 });
