@@ -1,8 +1,6 @@
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import type { RedisClient } from '../../src/redis/connection.js';
@@ -10,6 +8,7 @@ import { jobIdForKey } from '../../src/scheduler/job-id.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
 import { startService, type RunningService } from '../../workers/service/service.js';
 import { repoRoot } from '../harness/child.js';
+import { openChromium, type OpenChromium } from '../harness/chromium.js';
 import { seedDead } from '../harness/dlq.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 
@@ -21,22 +20,18 @@ import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis
  * (reachable without a sideways scroll). Screenshots go to docs/img/.
  */
 
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const token = 'browser-test-admin-token-0123456789';
 const widths = [390, 800, 1440] as const;
 
 let redis: RedisClient;
 let service: RunningService;
-let context: BrowserContext;
-let profile: string;
+let browser: OpenChromium | undefined;
 let page: Page;
 const jobs = uniqueQueueName('ui-wide');
 const hooks = uniqueQueueName('ui-wide-hooks');
 
 describe('the dashboard at 390, 800 and 1440 px', () => {
   beforeAll(async () => {
-    if (!existsSync(chromiumPath))
-      throw new Error(`${chromiumPath} not found: apt-get install chromium (or set CHROMIUM_PATH)`);
     redis = connect();
     const config = parseServiceConfig(
       {
@@ -71,14 +66,8 @@ describe('the dashboard at 390, 800 and 1440 px', () => {
       body: JSON.stringify({ key: 'ep_partner_with_a_long_endpoint_id' }),
     });
     expect(res.status).toBeLessThan(300);
-    profile = await mkdtemp(join(tmpdir(), 'requeue-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: chromiumPath,
-      headless: true,
-      viewport: { width: 1440, height: 1000 },
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await openChromium({ width: 1440, height: 1000 });
+    page = browser.page;
     await page.goto(`${service.url}/#q=${jobs}`);
     await page.getByTestId('token-prompt').waitFor();
     await page.locator('[data-testid=token-prompt] input').fill(token);
@@ -88,8 +77,7 @@ describe('the dashboard at 390, 800 and 1440 px', () => {
   });
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
+    await browser?.close();
     await service?.stop();
     await cleanQueue(redis, jobs);
     await cleanQueue(redis, hooks);
