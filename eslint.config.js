@@ -163,7 +163,7 @@ function pureLayer(layer, above, names) {
 }
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.requeue/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.requeue/**', 'coverage/**', '.scratch/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

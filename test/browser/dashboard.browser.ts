@@ -1,8 +1,6 @@
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import type { AttemptRecord } from '../../src/policy/job-state.js';
@@ -11,6 +9,7 @@ import { jobIdForKey } from '../../src/scheduler/job-id.js';
 import { parseServiceConfig } from '../../workers/service/config.js';
 import { startService, type RunningService } from '../../workers/service/service.js';
 import { repoRoot } from '../harness/child.js';
+import { openChromium, type OpenChromium } from '../harness/chromium.js';
 import { seedDead } from '../harness/dlq.js';
 import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis.js';
 
@@ -22,15 +21,13 @@ import { cleanQueue, connect, redisUrl, uniqueQueueName } from '../harness/redis
  * scheduled retries. Screenshots: test/browser/screenshots/.
  */
 
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const screenshots = join(repoRoot, 'test/browser/screenshots');
 const token = 'browser-test-admin-token-0123456789';
 const retryDelayMs = 120_000;
 
 let redis: RedisClient;
 let service: RunningService;
-let context: BrowserContext;
-let profile: string;
+let browser: OpenChromium | undefined;
 let page: Page;
 const jobs = uniqueQueueName('ui-jobs');
 const hooks = uniqueQueueName('ui-hooks');
@@ -86,8 +83,6 @@ function history(now: number): AttemptRecord[] {
 
 describe('the dashboard in chromium', () => {
   beforeAll(async () => {
-    if (!existsSync(chromiumPath))
-      throw new Error(`${chromiumPath} not found: apt-get install chromium (or set CHROMIUM_PATH)`);
     await mkdir(screenshots, { recursive: true });
     redis = connect();
     const config = parseServiceConfig(
@@ -112,22 +107,8 @@ describe('the dashboard in chromium', () => {
       {},
     );
     service = await startService(config, createLogger({ level: 'silent' }));
-    profile = await mkdtemp(join(tmpdir(), 'requeue-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: chromiumPath,
-      headless: true,
-      viewport: { width: 1440, height: 1000 },
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await openChromium({ width: 1440, height: 1000 });
+    page = browser.page;
     page.on('pageerror', (err) => pageErrors.push(err.message));
     page.on('console', (msg) => {
       // The first API call is refused until the token is given: that 401 is expected.
@@ -141,8 +122,7 @@ describe('the dashboard in chromium', () => {
   });
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
+    await browser?.close();
     await service?.stop();
     await cleanQueue(redis, jobs);
     await cleanQueue(redis, hooks);

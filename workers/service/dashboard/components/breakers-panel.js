@@ -54,9 +54,14 @@ export function BreakersPanel({ queue, tick, onError, ask, refresh }) {
               </td>
               <td class="actions">
                 ${
-                  b.state === 'closed'
-                    ? html`<button class="danger" onClick=${() => act('open', b.key)}>Open</button>`
-                    : html`<button onClick=${() => act('close', b.key)}>Close</button>`
+                  // A breaker no worker of this queue consults: opening it would change nothing.
+                  !data.enabled
+                    ? ''
+                    : b.state === 'closed'
+                      ? html`<button class="danger" onClick=${() => act('open', b.key)}>
+                          Open
+                        </button>`
+                      : html`<button onClick=${() => act('close', b.key)}>Close</button>`
                 }
               </td>
             </tr>`,

@@ -17,15 +17,19 @@ export function QueueCards({ queues, selected, onSelect }) {
             <${Badge} tone="muted">${queue.kind}<//>
           </h2>
           <div class="counts">
-            ${order.map(
-              (state) =>
-                html`<div
-                  class=${`count ${state} ${queue.counts[state] > 0 ? 'some' : ''}`}
-                  data-testid=${`count-${state}`}
-                >
-                  <b>${queue.counts[state] ?? 0}</b><span>${state}</span>
-                </div>`,
-            )}
+            ${order
+              // BullMQ's failed set stays empty under requeue (a death goes to the DLQ): shown only
+              // when a job failed outside requeue, never as an always-0 column.
+              .filter((state) => state !== 'failed' || queue.counts.failed > 0)
+              .map(
+                (state) =>
+                  html`<div
+                    class=${`count ${state} ${queue.counts[state] > 0 ? 'some' : ''}`}
+                    data-testid=${`count-${state}`}
+                  >
+                    <b>${queue.counts[state] ?? 0}</b><span>${state}</span>
+                  </div>`,
+              )}
           </div>
         </button>`,
     )}
