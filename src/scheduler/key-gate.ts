@@ -21,6 +21,8 @@ import { KeyParking } from './bullmq/key-parking.js';
 export class KeyGate {
   readonly pauses: PauseStore;
   private readonly running = new Map<string, number>();
+  /** Each running key's bulkhead, as last entered. */
+  private readonly caps = new Map<string, number>();
   private readonly paused = new Map<string, number>();
   private follower: Follower | undefined;
   /** Where a full key's jobs wait for its slots, once {@link parkWith} gave the moves. */
@@ -75,6 +77,7 @@ export class KeyGate {
     const running = this.running.get(key) ?? 0;
     if (running >= limit) return false;
     this.running.set(key, running + 1);
+    this.caps.set(key, limit);
     return true;
   }
 
@@ -85,13 +88,19 @@ export class KeyGate {
 
   /**
    * Gives back a slot taken by {@link enter}; when the attempt `ran` (its
-   * handler was called), one of the key's parked jobs takes the slot.
+   * handler was called), one of the key's parked jobs takes the slot, and a
+   * second one while the bulkhead has more room than that slot (the key was
+   * held by its fleet-wide limit, which may have grown: that job finds out,
+   * and is parked again if not).
    */
   leave(key: string, ran = false): void {
     const running = (this.running.get(key) ?? 1) - 1;
-    if (running <= 0) this.running.delete(key);
-    else this.running.set(key, running);
-    if (ran) this.parking?.freed(key);
+    const room = (this.caps.get(key) ?? 1) - running;
+    if (running <= 0) {
+      this.running.delete(key);
+      this.caps.delete(key);
+    } else this.running.set(key, running);
+    if (ran) this.parking?.freed(key, room > 1 ? 2 : 1);
   }
 
   async close(): Promise<void> {

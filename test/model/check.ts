@@ -7,6 +7,7 @@ import { allDead, forceBreaker, observe, seqsOf } from './commands.js';
 import type { LogicalJob, Model } from './model.js';
 import { deathIdentity, type DeathEntry, type ModelJobData, type RunEntry } from './protocol.js';
 import type { RealSystem } from './system.js';
+import { queueHashTag } from '../../src/redis/keys.js';
 
 const pendingStates: JobType[] = ['wait', 'prioritized', 'delayed', 'active', 'waiting-children'];
 const allStates: JobType[] = [...pendingStates, 'completed', 'failed'];
@@ -84,6 +85,11 @@ export async function settleAndCheck(
   r.journal.push(
     `end: source ${sourceJobs.map((j) => `${j.id}:${j.states.join('+')}:seq${j.seq}`).join(' ')}; dlq ${dead.map((d) => `${d.id}:${d.reason}:seq${seqOf(d.data)}`).join(' ')}`,
   );
+
+  // A parked job is delayed (waiting for its key's slot): quiescence released
+  // every one; no key may stay parked (issue 22).
+  const parked = await r.admin.keys(`requeue:${queueHashTag(r.name)}:parked*`);
+  if (parked.length > 0) violations.push(`parked state left at quiescence: ${parked.join(', ')}`);
 
   if (!quiet) {
     const stuck = sourceJobs.filter((j) =>

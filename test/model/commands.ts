@@ -208,7 +208,11 @@ export class Add extends Base {
   /** Public so that {@link AddMany} can run several adds as one command. */
   override async act(m: Model, r: RealSystem): Promise<void> {
     const seq = m.nextSeq++;
-    const data: ModelJobData = { seq, plan: this.plan };
+    const data: ModelJobData = {
+      seq,
+      plan: this.plan,
+      ...(this.dispatchKey !== undefined && { dispatch: this.dispatchKey }),
+    };
     const added = await r.queue.add('model', data, {
       ...(this.key !== undefined && { idempotencyKey: this.key }),
       ...(this.dispatchKey !== undefined && { dispatchKey: this.dispatchKey }),

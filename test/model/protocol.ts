@@ -43,6 +43,8 @@ export interface ModelJobData {
   seq: number;
   /** `plan[life][attempt - 1]`: what each attempt of each life (0 = before any replay) does. */
   plan: Outcome[][];
+  /** The job's dispatch key, when it has one (the worker's bulkhead key with `KEY_SLOTS`). */
+  dispatch?: string;
 }
 
 /** The outcome an attempt takes: the last entry stands for every later one. */

@@ -31,6 +31,7 @@ const configArb: fc.Arbitrary<RunConfig> = fc.record({
   baseMs: fc.integer({ min: 5, max: 20 }),
   breaker: without.has('breaker-config') ? fc.constant(false) : fc.boolean(),
   retryOrder: fc.constantFrom('first' as const, 'fifo' as const),
+  keySlots: fc.boolean(),
 });
 
 /** Thrown by a run whose system disagrees with the model. */

@@ -20,6 +20,12 @@ export interface RunConfig {
   breaker: boolean;
   /** Where the workers put due retries (`createWorker`'s `retryOrder`). @defaultValue `'first'` */
   retryOrder?: 'first' | 'fifo';
+  /**
+   * One slot per dispatch key in each worker (`keyConcurrency` 1, keyed by the
+   * dispatch key): a full key's jobs are parked (issue 22). Only without the
+   * queue-wide breaker, whose key it would replace.
+   */
+  keySlots?: boolean;
 }
 
 export const capMs = 50;
@@ -135,6 +141,7 @@ export class RealSystem {
       STALLED_MS: String(stalledMs),
       RETRY_ORDER: this.config.retryOrder ?? 'first',
       ...(this.config.breaker ? { BREAKER: JSON.stringify(workerBreaker) } : {}),
+      ...(this.config.keySlots && !this.config.breaker ? { KEY_SLOTS: '1' } : {}),
       ...env,
     });
     this.children[index] = child;

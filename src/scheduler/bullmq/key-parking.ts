@@ -105,9 +105,9 @@ export class KeyParking {
     if (running() === 0) this.release(key);
   }
 
-  /** An attempt of `key` that ran freed its slot: one of its parked jobs takes it. */
-  freed(key: string): void {
-    if (this.parked.has(key)) this.release(key);
+  /** An attempt of `key` that ran freed its slot: `count` of its parked jobs are released. */
+  freed(key: string, count = 1): void {
+    if (this.parked.has(key)) this.release(key, count);
   }
 
   /** Starts the check for keys nobody released lately. */
@@ -152,8 +152,8 @@ export class KeyParking {
     );
   }
 
-  private release(key: string): void {
-    const sent = this.unpark(key)
+  private release(key: string, count = 1): void {
+    const sent = this.unpark(key, count)
       .then(([, , left]) => {
         if (left === 0) this.parked.delete(key);
       })
