@@ -9,8 +9,15 @@ import type { RetryPolicy } from '../policy/retry-policy.js';
  */
 export type SimStrategy = StrategyName | 'none';
 
-/** Every strategy a simulation can run, in the order `requeue plan` lists them, then `none`. */
-export const simStrategies: readonly SimStrategy[] = [...strategyNames, 'none'];
+/**
+ * Every strategy a simulation can run, in the order `requeue plan` lists
+ * them, then `none`. Not `schedule`: a list of steps is a product's choice
+ * (`requeue plan --preset webhook`), not a formula to compare under contention.
+ */
+export const simStrategies: readonly SimStrategy[] = [
+  ...strategyNames.filter((s) => s !== 'schedule'),
+  'none',
+];
 
 /** Whether `name` is a strategy a simulation can run. */
 export function isSimStrategy(name: string): name is SimStrategy {

@@ -79,6 +79,9 @@ function webhookWorker(options: WebhookWorkerOptions = {}) {
     connection: redisUrl(),
     allowPrivate: true,
     logger,
+    // The breaker's defaults under the library's quick retries (full jitter, 1–30 s): the
+    // webhook schedule's first step alone is 5 s, and these tests time the breaker, not it.
+    policy: {},
     ...options,
   });
   const transitions: { at: number; name: string; trips?: number }[] = [];

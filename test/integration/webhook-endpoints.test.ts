@@ -270,8 +270,8 @@ describe('endpoints and subscriptions', () => {
 describe('per-endpoint rate limit, fleet-wide', () => {
   it('spaces deliveries to the limit across two workers; the waiting ones are deferred, not failed', async () => {
     const t = setup({ workers: 2 });
-    const deferred: string[] = [];
-    for (const w of t.workers) w.on('job:deferred', (e) => deferred.push(e.reason));
+    const deferred: { key: string; reason: string }[] = [];
+    for (const w of t.workers) w.on('job:deferred', (e) => deferred.push(e));
     const r = await receiver();
     await createEndpoint(
       t.registry,
@@ -281,25 +281,25 @@ describe('per-endpoint rate limit, fleet-wide', () => {
       allow,
     );
     await createEndpoint(t.registry, t.name, 'free', { url: r.url('/free') }, allow);
+    const sentAt = performance.now();
     for (let i = 0; i < 12; i++)
       await sendMessage(t.queue, { type: 't', payload: i, id: `m-${i}` }, { registry: t.registry });
     await waitUntil(() => r.hits.length >= 24);
     const slow = r.hits.filter((h) => h.path === '/slow').map((h) => h.at);
-    const free = r.hits.filter((h) => h.path === '/free').map((h) => h.at);
-    // 12 at 10/s with a burst of 2: the last ≥ 0.9 s after the first (10 intervals of 100 ms).
-    expect(slow.at(-1)! - slow[0]!).toBeGreaterThanOrEqual(900);
-    // In any 1 s window, at most perSecond + burst.
-    for (const start of slow)
-      expect(slow.filter((a) => a >= start && a < start + 1_000).length).toBeLessThanOrEqual(12);
-    // The unlimited endpoint is not held back by the limited one.
-    expect(free.at(-1)! - free[0]!).toBeLessThan(slow.at(-1)! - slow[0]!);
+    // 12 at 10/s with a burst of 2: the last slot is 10 intervals of 100 ms after the first,
+    // which is no earlier than the sending (a delivery is never before its slot; it may be late).
+    expect(slow).toHaveLength(12);
+    expect(slow.at(-1)! - sentAt).toBeGreaterThanOrEqual(990);
     const completed = t.events.flatMap((e) => e.all('job:completed'));
     expect(completed).toHaveLength(24);
     // Every delivery succeeded on its first attempt: waiting for the limit used none.
     expect(t.events.flatMap((e) => e.all('retry:scheduled'))).toEqual([]);
     expect(t.events.flatMap((e) => e.all('job:dead-lettered'))).toEqual([]);
-    // Those over the burst waited once each for their reserved slot.
-    expect(deferred.filter((d) => d === 'rate-limit').length).toBeGreaterThanOrEqual(9);
-    expect(deferred.filter((d) => d === 'rate-limit').length).toBeLessThanOrEqual(12);
+    // Those over the burst waited for their reserved slot, each at most once (how many found
+    // their slot already due depends on the machine's load); the unlimited endpoint never did.
+    const waited = deferred.filter((d) => d.reason === 'rate-limit');
+    expect(waited.length).toBeGreaterThanOrEqual(1);
+    expect(waited.length).toBeLessThanOrEqual(12);
+    expect(waited.every((d) => d.key === 'slow')).toBe(true);
   });
 });
