@@ -103,6 +103,8 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     limit: (key: string) => `${base}:limit:${key}`,
     /** Sorted set: a key's leases under its limit, token → expiry (ms). */
     limitLeases: (key: string) => `${base}:limit-leases:${key}`,
+    /** String: when a webhook endpoint's failing streak began (ms); expires with auto-disable's `afterMs`. */
+    failingSince: (endpointId: string) => `${base}:failing:${endpointId}`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */
