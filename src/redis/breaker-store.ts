@@ -296,7 +296,7 @@ export class BreakerStore {
           // A reset clears the window; a close from half-open forgets its failures only.
           clearWindow ? 1 : next.transition === 'closed' ? 2 : 0,
           this.options.idleMs,
-          next.state.phase === 'open' && next.state.isolated === true ? 1 : 0,
+          next.state.phase === 'isolated' ? 1 : 0,
         ],
       );
       if (written === 1) return { verdict: next.verdict, ...(message ? { message } : {}) };

@@ -114,6 +114,8 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     endpoints: `${base}:endpoints`,
     /** String: a key's rate-limit TAT (ms), expiring once past. @see lua/rateReserve-1.lua */
     rate: (key: string) => `${base}:rate:${key}`,
+    /** String: when a webhook endpoint's failing streak began (ms); expires with auto-disable's `afterMs`. */
+    failingSince: (endpointId: string) => `${base}:failing:${endpointId}`,
     /** Hash: disabled webhook endpoints. */
     disabledEndpoints: `${base}:disabled-endpoints`,
     /** The pattern that matches every one of these keys. */

@@ -58,6 +58,22 @@ export interface WorkerEvents {
   'budget:exhausted': [
     event: { queue: string; jobId: string; action: 'delay' | 'delay-to-cap' | 'dead-letter' },
   ];
+  /**
+   * A webhook endpoint was disabled by the worker (stored first): a 410
+   * (`gone`) or deliveries that all failed for auto-disable's `afterMs`
+   * (`failing`). Hook an owner's notification here.
+   */
+  'endpoint:disabled': [
+    event: {
+      queue: string;
+      endpointId: string;
+      reason: string;
+      cause: 'gone' | 'failing';
+      disabledAt: number;
+      /** When its failing streak began, for `failing`. */
+      failingSince?: number;
+    },
+  ];
   /** DLQ retention removed dead jobs (also logged as a warning). */
   'dlq:trimmed': [event: { queue: string; byAge: number; byCount: number }];
   /** An error requeue could not hand to anyone else (lost connection, lost lock). */

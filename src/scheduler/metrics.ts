@@ -63,6 +63,7 @@ export class RequeueMetrics {
   private readonly retries: Counter<'queue' | 'source'>;
   private readonly dead: Counter<'queue' | 'reason'>;
   private readonly failures: Counter<'queue' | 'reason'>;
+  private readonly disabled: Counter<'queue' | 'cause'>;
   private readonly deferred: Counter<'queue'>;
   private readonly transitions: Counter<'queue' | 'transition'>;
   private readonly budgetExhausted: Counter<'queue' | 'action'>;
@@ -117,6 +118,12 @@ export class RequeueMetrics {
       name: 'requeue_attempt_failures_total',
       help: "Failed attempts by the classifier's reason (http-status, network, timeout, tls-certificate, …)",
       labelNames: ['queue', 'reason'],
+      registers,
+    });
+    this.disabled = new Counter({
+      name: 'requeue_endpoints_disabled_total',
+      help: 'Webhook endpoints disabled by the workers, by cause (gone: a 410; failing: auto-disable)',
+      labelNames: ['queue', 'cause'],
       registers,
     });
     this.deferred = new Counter({
@@ -288,6 +295,7 @@ export class RequeueMetrics {
         this.failures.inc({ queue, reason: last.classification ?? 'unknown' });
     });
     worker.on('job:deferred', () => this.deferred.inc({ queue }));
+    worker.on('endpoint:disabled', (e) => this.disabled.inc({ queue, cause: e.cause }));
     worker.on('breaker:opened', () => this.transitions.inc({ queue, transition: 'opened' }));
     worker.on('breaker:half-open', () => this.transitions.inc({ queue, transition: 'half-open' }));
     worker.on('breaker:closed', () => this.transitions.inc({ queue, transition: 'closed' }));

@@ -35,42 +35,20 @@ export function makeTestCerts(): TestCerts {
     cert: readFileSync(at(`${name}.pem`), 'utf8'),
   });
   try {
-    ssl(
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      'ca.key',
-      '-out',
-      'ca.pem',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=requeue test CA',
-      '-addext',
+    // A self-signed certificate (the CA, and a leaf no CA vouches for), valid 2 days.
+    const selfSigned = (name: string, cn: string, ...ext: string[]) =>
+      ssl(
+        ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2'],
+        ...['-keyout', `${name}.key`, '-out', `${name}.pem`, '-subj', `/CN=${cn}`],
+        ...ext.flatMap((e) => ['-addext', e]),
+      );
+    selfSigned(
+      'ca',
+      'requeue test CA',
       'basicConstraints=critical,CA:TRUE',
-      '-addext',
       'keyUsage=critical,keyCertSign',
     );
-    ssl(
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      'selfSigned.key',
-      '-out',
-      'selfSigned.pem',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    );
+    selfSigned('selfSigned', '127.0.0.1', 'subjectAltName=IP:127.0.0.1');
     const leaf = (name: string, san: string, dates: string[]) => {
       ssl(
         'req',

@@ -3,9 +3,9 @@ import { Agent as HttpsAgent } from 'node:https';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config/env.js';
 import { libraryLogger } from '../../src/config/logger.js';
-import { PermanentError } from '../../src/errors/permanent-error.js';
 import { resolveRedis, type RedisClient } from '../../src/redis/connection.js';
 import { EndpointStore } from '../../src/redis/endpoint-store.js';
+import type { WorkerEvents } from '../../src/scheduler/events.js';
 import type { AddedJob, AddOptions, RequeueQueue } from '../../src/scheduler/queue.js';
 import type { BreakerOptionsInput } from '../../src/policy/breaker/breaker-options.js';
 import { limits } from '../../src/policy/limits.js';
@@ -18,7 +18,7 @@ import {
 } from '../../src/scheduler/requeue-worker.js';
 import { defaultSecretHeaders } from '../../src/util/redact.js';
 import { systemClock, type Clock } from '../../src/util/system.js';
-import { deliverWebhook, WebhookDeliveryError, type DeliveryResult } from './deliver.js';
+import { deliverWebhook, type DeliveryResult } from './deliver.js';
 import {
   endpointIdSchema,
   endpointUrlSchema,
@@ -32,6 +32,7 @@ import { EndpointRegistry } from '../../src/redis/endpoint-registry.js';
 import { currentDelivery, endpointRateLimit } from './registered-endpoint.js';
 import type { DeliveryLog, DeliveryLogOptionsInput } from './delivery-log.js';
 import { deliveryLogRecorder, type DeliveryLogRecorder } from './delivery-log-recorder.js';
+import { autoDisableSchema, EndpointHealth, type AutoDisableInput } from './endpoint-health.js';
 import { caSchema } from './tls-ca.js';
 import { createSsrfGuard, type SsrfOptions } from './ssrf.js';
 
@@ -166,17 +167,19 @@ export interface WebhookWorkerOptions
   /** Registered endpoints, read for deliveries fanned out from messages; opened unless given. */
   registry?: EndpointRegistry;
   /**
-   * Request headers whose values are credentials, besides the defaults and
-   * names that look secret: scrubbed from what receivers answer.
-   * @defaultValue `[]`
+   * Request headers whose values are credentials, besides the defaults and names
+   * that look secret: scrubbed from what receivers answer. @defaultValue `[]`
    */
   redactHeaders?: readonly string[];
-  /**
-   * The delivery log: every attempt, searchable, kept for `retentionMs`;
-   * `false` keeps none; a {@link DeliveryLog} is used as given.
-   * @defaultValue `{}` (30 days, 256-byte excerpts)
-   */
+  /** Every attempt, searchable, for `retentionMs`; `false`: none. @defaultValue `{}` (30 days) */
   deliveryLog?: DeliveryLogOptionsInput | DeliveryLog | false;
+  /**
+   * Disables an endpoint whose deliveries all failed for `afterMs`; its deliveries then wait
+   * (`recheckMs` at a time) until it is enabled. @defaultValue `{}` (5 days, 10-minute rechecks)
+   */
+  autoDisable?: AutoDisableInput | false;
+  /** Told of each endpoint this worker disables (410 or auto-disable): notify its owner here. */
+  onEndpointDisabled?: (event: WorkerEvents['endpoint:disabled'][0]) => void;
 }
 
 /**
@@ -223,12 +226,16 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       registry: givenRegistry,
       redactHeaders = [],
       deliveryLog,
+      autoDisable,
+      onEndpointDisabled,
       ...workerOptions
     } = options;
     const clock = options.clock ?? systemClock;
     const rootLogger = libraryLogger(options.logger);
     const logger = rootLogger.child({ queue, worker: 'webhook' });
     const guard = createSsrfGuard({ allowPrivate, allowHosts });
+    const autoDisableOptions =
+      autoDisable !== false && parseConfig(autoDisableSchema, autoDisable, 'autoDisable');
     const secretHeaders = [...defaultSecretHeaders, ...redactHeaders];
     // Pools of this worker alone: their sockets were all checked under this guard.
     const agents = {
@@ -246,6 +253,16 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
         ...(disabledCacheTtlMs !== undefined ? { cacheTtlMs: disabledCacheTtlMs } : {}),
       });
     const recorder = deliveryLogRecorder(deliveryLog, redis, queue, clock, logger);
+    let announce: (e: WorkerEvents['endpoint:disabled'][0]) => void = () => {}; // this.safeEmit, below
+    const health = new EndpointHealth({
+      redis,
+      queue,
+      endpoints,
+      clock,
+      logger,
+      options: autoDisableOptions,
+      announce: (e) => announce(e),
+    });
 
     const recordOf = (job: WebhookJob) =>
       job.endpoint.registered ? registry.cached(queue, job.endpoint.id) : undefined;
@@ -254,15 +271,7 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
       const data = currentDelivery(queue, job.data, record);
       const { endpoint, event } = data;
       const log = logger.child({ jobId: job.id, attempt: job.attempt, endpointId: endpoint.id });
-      const disabled = await endpoints.get(queue, endpoint.id);
-      if (disabled) {
-        const since = new Date(disabled.disabledAt).toISOString();
-        throw new PermanentError(
-          `endpoint "${endpoint.id}" is disabled since ${since} (${disabled.reason}); ` +
-            `enable it with: requeue endpoint enable ${queue} ${endpoint.id}`,
-          { deadReason: 'endpoint-disabled' },
-        );
-      }
+      await health.check(endpoint.id);
       try {
         const result = await deliverWebhook(data, {
           clock,
@@ -285,18 +294,10 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
           { eventId: event.id, status: result.status, latencyMs: result.latencyMs },
           'webhook delivered',
         );
+        health.succeeded(endpoint.id);
         return result;
       } catch (err) {
-        if (err instanceof WebhookDeliveryError && err.status === 410) {
-          const origin = new URL(endpoint.url).origin;
-          await endpoints.disable(queue, endpoint.id, `410 Gone from ${origin}`, clock.now());
-          log.warn({ eventId: event.id }, 'endpoint answered 410 Gone; disabled it');
-          throw new PermanentError(
-            `POST ${origin} answered 410 Gone; endpoint "${endpoint.id}" is now disabled`,
-            { deadReason: 'gone', cause: err },
-          );
-        }
-        throw err;
+        throw await health.failed(endpoint.id, endpoint.url, err);
       }
     };
 
@@ -337,6 +338,8 @@ export class WebhookWorker extends RequeueWorker<WebhookJob, DeliveryResult> {
     this.endpoints = endpoints;
     this.deliveryLog = recorder;
     recorder?.attach(this);
+    announce = (e) => this.safeEmit(logger, 'endpoint:disabled', e);
+    if (onEndpointDisabled) this.on('endpoint:disabled', onEndpointDisabled);
     this.ownsEndpoints = givenEndpoints === undefined;
     this.agents = agents;
     this.ownedRedis = owned ? redis : undefined;

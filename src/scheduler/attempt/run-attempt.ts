@@ -13,7 +13,8 @@ import { changeState } from '../../policy/job-state.js';
 import { storableDetails, storableResult } from '../../policy/outcome.js';
 import { holdJob, type HeldJob } from '../bullmq/held-job.js';
 import type { StoredState } from '../bullmq/job-moves.js';
-import { Admitted, admit, askBreaker, deferFull, dying } from './admit.js';
+import { Admitted, admit, askBreaker, deferAttempt, deferFull, dying } from './admit.js';
+import { isDeferError } from '../../errors/defer-error.js';
 import type { Attempt, AttemptContext } from './context.js';
 import { AttemptHandle } from './handle.js';
 import { holdForRate } from './rate-admit.js';
@@ -177,6 +178,11 @@ async function failed<T>(
 ): Promise<Attempt> {
   const finishedAt = ctx.clock.now();
   const { attempt, meta, life, policy, key, handle, breakerKey, probeId } = a;
+  if (key !== undefined && isDeferError(thrown) && thrown.untilMs > finishedAt) {
+    // The handler holds the job back: no attempt used, the key paused for all.
+    await applyPause(ctx, key, thrown.untilMs);
+    return deferAttempt(ctx, a, key, thrown.untilMs, 'pause');
+  }
   handle.forget();
   let state = a.state;
   const details = AttemptHandle.detailsOf(handle);
