@@ -128,23 +128,7 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
     title: 'time (s)',
     axis: { tickMinStep: 1, labelFontSize: 11, titleFontSize: 12 },
   };
-  // Each row's title above its plots, level and left-aligned: rotated beside them, long
-  // titles ran into the y axes' titles.
-  const facet = () => ({
-    row: {
-      field: 'strategy',
-      type: 'nominal' as const,
-      sort: order,
-      title: null,
-      header: {
-        labelOrient: 'top' as const,
-        labelAngle: 0,
-        labelAnchor: 'start' as const,
-        labelFontSize: 12,
-        labelFontWeight: 'bold' as const,
-      },
-    },
-  });
+  const maxLoad = Math.max(1, ...load.map((d) => d.value));
   const yAxis = { labelFontSize: 11, titleFontSize: 12 };
   const spec: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
@@ -158,81 +142,89 @@ export function outageSvg(params: OutageParams, results: OutageResult[]): Promis
       fontSize: 15,
       subtitleFontSize: 12,
     },
-    hconcat: [
-      {
-        data: { values: load },
-        facet: facet(),
-        spec: {
-          ...cell,
-          layer: [
-            { ...outage, transform: [{ filter: "datum.t === 0 && datum.series === 'ok'" }] },
-            {
-              mark: { type: 'line', strokeWidth: 1.2 },
-              encoding: {
-                x,
-                y: {
-                  field: 'value',
-                  type: 'quantitative',
-                  title: 'requests/s',
-                  axis: { ...yAxis, tickCount: 4 },
-                },
-                color: {
-                  field: 'series',
-                  type: 'nominal',
-                  scale: {
-                    domain: series,
-                    range: series.map((s) => colors[s as keyof typeof colors]),
+    // One row per run, titled above both its plots, level: rotated beside them (as facet
+    // headers), long titles ran into each other and the y axes' titles.
+    vconcat: order.map((label, row) => {
+      const last = row === order.length - 1;
+      const xAxis = { ...x, title: last ? x.title : null };
+      return {
+        title: { text: label, anchor: 'start' as const, fontSize: 12, offset: 6 },
+        hconcat: [
+          {
+            ...cell,
+            data: { values: load.filter((d) => d.strategy === label) },
+            layer: [
+              { ...outage, transform: [{ filter: "datum.t === 0 && datum.series === 'ok'" }] },
+              {
+                mark: { type: 'line' as const, strokeWidth: 1.2 },
+                encoding: {
+                  x: xAxis,
+                  y: {
+                    field: 'value',
+                    type: 'quantitative' as const,
+                    title: 'requests/s',
+                    scale: { domain: [0, maxLoad], nice: true },
+                    axis: { ...yAxis, tickCount: 4 },
                   },
-                  title: null,
-                  legend: { labelFontSize: 12, symbolStrokeWidth: 3 },
+                  color: {
+                    field: 'series',
+                    type: 'nominal' as const,
+                    scale: {
+                      domain: series,
+                      range: series.map((s) => colors[s as keyof typeof colors]),
+                    },
+                    title: null,
+                    legend: { labelFontSize: 12, symbolStrokeWidth: 3 },
+                  },
                 },
               },
-            },
-          ],
-        },
-      },
-      {
-        data: { values: concurrency },
-        facet: facet(),
-        spec: {
-          ...cell,
-          layer: [
-            { ...outage, transform: [{ filter: 'datum.t === 0' }] },
-            {
-              mark: { type: 'area', color: colors.concurrency, opacity: 0.7, line: true },
-              // One series per cell: nothing to stack (and symlog cannot be stacked).
-              encoding: {
-                x,
-                y: {
-                  field: 'value',
-                  type: 'quantitative',
-                  title: 'in flight (log)',
-                  scale: { type: 'symlog', domain: [0, ticks.at(-1)!] },
-                  axis: {
-                    ...yAxis,
-                    values: ticks,
-                    // Vega thins given values down to tickCount on a continuous scale.
-                    tickCount: ticks.length,
-                    labelOverlap: false,
-                    labelExpr: "format(datum.value, ',')",
+            ],
+          },
+          {
+            ...cell,
+            data: { values: concurrency.filter((d) => d.strategy === label) },
+            layer: [
+              { ...outage, transform: [{ filter: 'datum.t === 0' }] },
+              {
+                mark: {
+                  type: 'area' as const,
+                  color: colors.concurrency,
+                  opacity: 0.7,
+                  line: true,
+                },
+                // One series per cell: nothing to stack (and symlog cannot be stacked).
+                encoding: {
+                  x: xAxis,
+                  y: {
+                    field: 'value',
+                    type: 'quantitative' as const,
+                    title: 'in flight (log)',
+                    scale: { type: 'symlog' as const, domain: [0, ticks.at(-1)!] },
+                    axis: {
+                      ...yAxis,
+                      values: ticks,
+                      // Vega thins given values down to tickCount on a continuous scale.
+                      tickCount: ticks.length,
+                      labelOverlap: false,
+                      labelExpr: "format(datum.value, ',')",
+                    },
+                    stack: null,
                   },
-                  stack: null,
                 },
               },
-            },
-            {
-              mark: { type: 'rule', strokeDash: [4, 3], color: '#555' },
-              encoding: { y: { datum: params.server.concurrencyLimit } },
-              transform: [{ filter: 'datum.t === 0' }],
-            },
-          ],
-        },
-      },
-    ],
+              {
+                mark: { type: 'rule' as const, strokeDash: [4, 3], color: '#555' },
+                encoding: { y: { datum: params.server.concurrencyLimit } },
+                transform: [{ filter: 'datum.t === 0' }],
+              },
+            ],
+          },
+        ],
+      };
+    }),
     config: {
       font: 'sans-serif',
-      facet: { spacing: 18 },
-      concat: { spacing: 40 },
+      concat: { spacing: 16 },
       legend: { orient: 'top' },
     },
   };

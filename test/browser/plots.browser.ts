@@ -11,6 +11,7 @@ import { defaultOutageProtection } from '../../src/simulate/outage/dispatch.js';
 import { simulateContention } from '../../src/simulate/contention.js';
 import { simulateOutage, type OutageParams } from '../../src/simulate/outage.js';
 import { repoRoot } from '../harness/child.js';
+import { seed004Outage } from '../harness/outage-params.js';
 
 /**
  * Every plot requeue draws, drawn in chromium at its shipped size and saved
@@ -73,23 +74,7 @@ async function showSvg(page: Page, svg: string, name: string): Promise<Box[]> {
   return labels(page);
 }
 
-const outageParams: OutageParams = {
-  clients: 1000,
-  seed: 7,
-  meanGapMs: 10_000,
-  timeoutMs: 2000,
-  stopAtMs: 15_000,
-  stopForMs: 20_000,
-  durationMs: 180_000,
-  server: {
-    minDelayMs: 100,
-    concurrencyLimit: 30,
-    latencyFactor: 1.05,
-    latencyK: 15,
-    backlog: 4097,
-  },
-  policy: retryPolicySchema.parse({ baseMs: 100, capMs: 300_000, factor: 2.718, jitter: 0.1 }),
-};
+const outageParams = seed004Outage;
 
 describe('plots in chromium, at their shipped size', () => {
   let browser: Browser;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js';
 import { parseBudgetOptions } from '../../src/policy/budget/budget-options.js';
-import { retryPolicySchema } from '../../src/policy/retry-policy.js';
 import { parseConcurrencyLimit } from '../../src/policy/limit/gradient-options.js';
 import { defaultOutageProtection, SlotDispatch } from '../../src/simulate/outage/dispatch.js';
 import { simulateOutage, type OutageParams } from '../../src/simulate/outage.js';
+import { seed004Outage } from '../harness/outage-params.js';
 
 describe('SlotDispatch', () => {
   it('starts retries first, four of five while first tries wait too, and only while slots are free', () => {
@@ -36,23 +36,7 @@ describe('SlotDispatch', () => {
 });
 
 describe('simulateOutage with protect (seed 004, requeue’s client)', () => {
-  const bare: OutageParams = {
-    clients: 1000,
-    seed: 7,
-    meanGapMs: 10_000,
-    timeoutMs: 2000,
-    stopAtMs: 15_000,
-    stopForMs: 20_000,
-    durationMs: 180_000,
-    server: {
-      minDelayMs: 100,
-      concurrencyLimit: 30,
-      latencyFactor: 1.05,
-      latencyK: 15,
-      backlog: 4097,
-    },
-    policy: retryPolicySchema.parse({ baseMs: 100, capMs: 300_000, factor: 2.718, jitter: 0.1 }),
-  };
+  const bare = seed004Outage;
   const guarded: OutageParams = {
     ...bare,
     breaker: parseBreakerOptions({}),

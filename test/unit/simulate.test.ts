@@ -14,6 +14,7 @@ import {
   type SecondStats,
 } from '../../src/simulate/outage.js';
 import { SeededStream, seededRandom, standardNormal } from '../../src/util/random.js';
+import { seed004Outage } from '../harness/outage-params.js';
 
 const contention: ContentionParams = {
   clients: 100,
@@ -26,21 +27,9 @@ const contention: ContentionParams = {
 
 /** Seed 004's outage, shortened to 90 s, with a backlog of 512 (see the README for 1024). */
 const outage: OutageParams = {
-  clients: 1000,
-  seed: 7,
-  meanGapMs: 10_000,
-  timeoutMs: 2000,
-  stopAtMs: 15_000,
-  stopForMs: 20_000,
+  ...seed004Outage,
   durationMs: 90_000,
-  server: {
-    minDelayMs: 100,
-    concurrencyLimit: 30,
-    latencyFactor: 1.05,
-    latencyK: 15,
-    backlog: 512,
-  },
-  policy: retryPolicySchema.parse({ baseMs: 100, capMs: 300_000, factor: 2.718, jitter: 0.1 }),
+  server: { ...seed004Outage.server, backlog: 512 },
 };
 
 describe('EventQueue', () => {
