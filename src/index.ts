@@ -122,3 +122,4 @@ export type { Clock, Random } from './util/system.js';
 export { seededRandom } from './util/random.js';
 export { createLogger } from './config/logger.js';
 export type { Logger, LoggerOption } from './config/logger.js';
+export type { RateLimit } from './redis/rate-store.js';

@@ -122,7 +122,7 @@ export const endpointUpdateSchema = z.strictObject(
   ) as Record<string, z.ZodType>,
 );
 
-/** What an update may carry (see {@link endpointUpdateSchema}). */
+/** What an update may carry (see `endpointUpdateSchema`). */
 export type EndpointUpdate = Partial<{
   [K in keyof EndpointFieldsInput]: EndpointFieldsInput[K] | null;
 }>;

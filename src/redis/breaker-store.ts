@@ -23,7 +23,7 @@ import { requeueKeys } from './keys.js';
 import * as lua from './lua-commands.js';
 import { readWindow, recordBreakerWindow } from './window-scripts.js';
 
-/** A breaker transition as published to every worker (`state` as {@link toStoredBreakerState} writes it). */
+/** A breaker transition as published to every worker (`state` as `toStoredBreakerState` writes it). */
 export interface BreakerMessage {
   key: string;
   transition: BreakerTransition;

@@ -49,10 +49,7 @@ const firstLife = Object.freeze({ state: undefined, life: 0, lifeOffset: 0 });
  * those parts together and owns the lifecycle.
  */
 export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<WorkerEvents> {
-  /**
-   * The BullMQ worker underneath; requeue's own code uses `isRunning`.
-   * @remarks escape hatch: BullMQ's own object; not covered by requeue's guarantees.
-   */
+  /** BullMQ's worker underneath. @remarks escape hatch: not covered by requeue's guarantees. */
   readonly bull: BullWorker;
   readonly dlq: DeadLetterQueue;
   readonly policy: RetryPolicy;
@@ -383,11 +380,7 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     return applyOutcome(this.applyContext, job, token, attempt);
   }
 
-  /**
-   * requeue's own I/O failed (Redis), or a per-job option function threw: the
-   * job stays active and comes back through stalled recovery, counted as a
-   * stalled attempt. Returns what the processor throws.
-   */
+  /** requeue's own I/O (Redis) or a per-job option function failed: left to stalled recovery. */
   private leave(err: unknown, job: { readonly id?: string | undefined }): Error {
     this.logger.error({ err, jobId: job.id }, 'could not run the attempt; leaving the job');
     return delayedError('left to stalled recovery');

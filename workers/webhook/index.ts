@@ -65,3 +65,4 @@ export type { EndpointWriteOptions } from './endpoints.js';
 export { defaultMaxPayloadBytes, messageSchema, sendMessage } from './messages.js';
 export type { MessageInput, SendMessageOptions, SentMessage } from './messages.js';
 export { webhookRetryPolicy } from '../../src/policy/webhook-policy.js';
+export type { EndpointRegistryErrorCode } from '../../src/errors/endpoint-registry-error.js';

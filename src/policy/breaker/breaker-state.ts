@@ -5,7 +5,7 @@ import { closedState, type BreakerPhase, type BreakerState } from './breaker.js'
  * The breaker's state as stored in Redis (`s` of the breaker hash, JSON)
  * and published to workers, validated on the way back out: one schema per
  * phase, each with only the fields that phase uses. The JSON is the one
- * earlier versions wrote ({@link toStoredBreakerState}), and fields they
+ * earlier versions wrote (`toStoredBreakerState`), and fields they
  * left out take the values a new breaker has, so every stored state stays
  * readable.
  */
@@ -44,7 +44,7 @@ export const breakerStateSchema = z.discriminatedUnion('phase', [
   z.object({ phase: z.literal('isolated'), openedAt: ms.optional(), ...shared }),
 ]);
 
-/** A state as stored and published (see {@link toStoredBreakerState}). */
+/** A state as stored and published (see `toStoredBreakerState`). */
 export type StoredBreakerState = z.output<typeof breakerStateSchema>;
 
 /** Validates a state already parsed from JSON; `undefined` when it is not one. */
