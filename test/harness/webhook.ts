@@ -33,6 +33,9 @@ export function webhookTestQueue(admin: Redis, prefix: string, options: WebhookW
     connection: redisUrl(),
     allowPrivate: true,
     logger: createLogger({ level: 'silent' }),
+    // The library's quick retries (full jitter, 1–30 s): these tests time the 429
+    // reaction, isolation and limits, not the webhook schedule (its first step is 5 s).
+    policy: {},
     ...options,
   });
   onCleanup(async () => {
