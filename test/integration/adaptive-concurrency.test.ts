@@ -40,14 +40,18 @@ async function dependency(capacity: number, serviceMs: number): Promise<Dependen
   const server = createServer((req, res) => {
     inFlight += 1;
     const over = inFlight > capacity;
-    const status = dep.limiting ? 429 : over ? 503 : 200;
-    dep.arrivals.push({ at: Date.now(), inFlight, status });
+    const arrival = { at: Date.now(), inFlight, status: dep.limiting ? 429 : over ? 503 : 200 };
+    dep.arrivals.push(arrival);
     req.resume();
     const answer = () => {
       inFlight -= 1;
-      res.writeHead(status, status === 429 ? { 'retry-after': '1' } : {}).end();
+      // A limiting dependency limits the requests it still holds too: a 200 for
+      // one taken before it began limiting would end the 429 streak (the
+      // streak is what this test reads; CI saw a 200 land after the 5th 429).
+      if (dep.limiting) arrival.status = 429;
+      res.writeHead(arrival.status, arrival.status === 429 ? { 'retry-after': '1' } : {}).end();
     };
-    if (status === 200) setTimeout(answer, serviceMs);
+    if (arrival.status === 200) setTimeout(answer, serviceMs);
     else answer();
   });
   server.keepAliveTimeout = 1;
