@@ -344,6 +344,9 @@ describe('a metrics scrape never writes', () => {
       adaptiveConcurrency: {},
     });
     onCleanup(() => worker.close({ timeoutMs: 1_000 }));
+    // Its start (breaker cache, clock check) done before anything is watched:
+    // under load it once ran into the scrape's window.
+    await worker.waitUntilReady();
     // One key with a learned limit (10 × 0.7) and two leases in flight.
     const limits = worker.limits!;
     await limits.store.acquire('endpoint-3', 'a', limits.params);
