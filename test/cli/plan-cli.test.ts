@@ -290,10 +290,11 @@ describe('requeue plan as a child process', () => {
 });
 
 describe('requeue plan --preset webhook', () => {
-  it('shows the webhook schedule: 7 retries, more than 24 h in all', async () => {
+  it('shows the webhook schedule: 9 retries, more than 24 h in all', async () => {
     const result = await planJson('--preset', 'webhook', '--samples', '2000');
-    expect(result.policy).toMatchObject({ strategy: 'schedule', maxAttempts: 8 });
-    const steps = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000].map((s) => s * 1000);
+    expect(result.policy).toMatchObject({ strategy: 'schedule', maxAttempts: 10 });
+    const steps = [1, 5, 30, 300, 1_800, 7_200, 18_000, 36_000, 36_000].map((s) => s * 1000);
+    expect(result.retries).toHaveLength(steps.length);
     result.retries.forEach((r, i) => {
       expect(r.min).toBeGreaterThanOrEqual(steps[i]! * 0.9);
       expect(r.max).toBeLessThanOrEqual(steps[i]! * 1.1);

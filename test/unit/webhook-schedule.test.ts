@@ -5,12 +5,14 @@ import { parseRetryPolicy, planNextAttempt } from '../../src/policy/retry-policy
 import { webhookRetryPolicy } from '../../src/policy/webhook-policy.js';
 import { seededRandom } from '../../src/util/random.js';
 
-const steps = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+const steps = [
+  1_000, 5_000, 30_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+];
 
 describe('the webhook schedule (Svix-like, jittered per step)', () => {
-  it('is the schedule: each retry within ± 10 % of its step, 8 attempts', () => {
+  it('is the schedule: each retry within ± 10 % of its step, 10 attempts', () => {
     const policy = parseRetryPolicy(webhookRetryPolicy);
-    expect(policy.maxAttempts).toBe(8);
+    expect(policy.maxAttempts).toBe(10);
     const random = seededRandom(11);
     for (let sample = 0; sample < 10_000; sample++) {
       steps.forEach((step, retry) => {
@@ -26,18 +28,18 @@ describe('the webhook schedule (Svix-like, jittered per step)', () => {
       samples: 20_000,
       random: seededRandom(3),
     });
-    expect(plan.retries).toHaveLength(7);
+    expect(plan.retries).toHaveLength(9);
     const last = plan.retries.at(-1)!;
     expect(last.cumulative.p50).toBeGreaterThan(24 * 3_600_000);
     // Jitter spreads a step: a fleet failing together does not come back together.
     expect(last.max - last.min).toBeGreaterThan(3_600_000);
   });
 
-  it('gives up after the 8th attempt, not before', () => {
+  it('gives up after the 10th attempt, not before', () => {
     const policy = parseRetryPolicy(webhookRetryPolicy);
     const ctx = { firstFailedAt: 0, now: 0, random: seededRandom(1) };
-    expect(planNextAttempt(policy, { ...ctx, attemptsMade: 7 }).kind).toBe('retry');
-    expect(planNextAttempt(policy, { ...ctx, attemptsMade: 8 })).toEqual({
+    expect(planNextAttempt(policy, { ...ctx, attemptsMade: 9 }).kind).toBe('retry');
+    expect(planNextAttempt(policy, { ...ctx, attemptsMade: 10 })).toEqual({
       kind: 'give-up',
       reason: 'max-attempts',
     });
