@@ -112,7 +112,12 @@ describe('bounded per-endpoint state', () => {
           `${idle.keys.length} keys, ${idle.bytes} bytes once idle (${idle.keys.map((k) => k.split('}:')[1]).join(', ')})`,
       );
       expect(idle.bytes).toBeLessThanOrEqual(boundBytes);
-      expect(after.keys.length).toBeGreaterThan(endpoints / 10);
+      // Not vacuous: the endpoints did leave state, more than the bound, and it went.
+      // (Not a share of N: at 100,000 the delivery outlasts idleMs many times over, so
+      // the first endpoints' state is gone before the last is delivered — 990 keys,
+      // 398 KB right after the last delivery there, at load ~16.)
+      expect(after.keys.length).toBeGreaterThan(Math.min(endpoints / 10, 100));
+      expect(after.bytes).toBeGreaterThan(boundBytes);
     },
     120_000 + endpoints * 10,
   );
