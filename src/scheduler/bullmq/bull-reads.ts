@@ -92,8 +92,24 @@ export interface LiveJob {
   dueAt?: number;
   addedAt?: number;
   attemptsStarted: number;
+  /** BullMQ's attempts made (`atm`): with the delayed score, a delayed job's fence. */
+  attemptsMade: number;
   state: JobState | undefined;
   life: number;
+  /** What the handler reported with `job.updateProgress`, if anything. */
+  progress?: unknown;
+  /** The last stack BullMQ kept for the job (`stacktrace`), unredacted: views redact it. */
+  stack?: string | undefined;
+  /** A delayed job's score as read (the fence of a retry-now or delete). */
+  score?: string;
+}
+
+/** The newest entry of BullMQ's `stacktrace` field (a JSON array), if any. */
+function lastStack(raw: string | null): string | undefined {
+  const parsed = parseJson(raw);
+  if (!Array.isArray(parsed)) return undefined;
+  const last: unknown = parsed.at(-1);
+  return typeof last === 'string' ? last : undefined;
 }
 
 /**
@@ -111,7 +127,19 @@ export async function readLiveJob(
     (await redis
       .pipeline()
       .type(keys.prefix + id)
-      .hmget(keys.prefix + id, 'name', 'data', 'opts', 'timestamp', 'ats', 'rq', 'rql')
+      .hmget(
+        keys.prefix + id,
+        'name',
+        'data',
+        'opts',
+        'timestamp',
+        'ats',
+        'rq',
+        'rql',
+        'progress',
+        'stacktrace',
+        'atm',
+      )
       .zscore(keys.delayed, id)
       .lpos(keys.wait, id)
       .zscore(keys.prioritized, id)
@@ -124,9 +152,9 @@ export async function readLiveJob(
     if (err) throw err;
     return v;
   };
-  const [name, data, opts, timestamp, ats, rq, rql] = (value(0) === 'hash' ? value(1) : []) as (
-    string | null
-  )[];
+  const [name, data, opts, timestamp, ats, rq, rql, progress, stacktrace, atm] = (
+    value(0) === 'hash' ? value(1) : []
+  ) as (string | null)[];
   if (name == null || opts == null || timestamp == null) return undefined;
   const delayed = value(2) as string | null;
   const where: LiveJobState =
@@ -149,9 +177,13 @@ export async function readLiveJob(
     opts: isObject(parsedOpts) ? parsedOpts : {},
     where,
     attemptsStarted: Number(ats ?? 0),
+    attemptsMade: Number(atm ?? 0),
     state: parseJobState(rq),
     life: Number(rql ?? 0),
+    progress: progress == null ? undefined : parseJson(progress),
+    stack: lastStack(stacktrace ?? null),
   };
+  if (delayed !== null) job.score = delayed;
   if (delayed !== null) job.dueAt = delayedDueAt(Number(delayed));
   if (Number.isFinite(Number(timestamp))) job.addedAt = Number(timestamp);
   return job;

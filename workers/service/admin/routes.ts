@@ -9,6 +9,7 @@ import { deliveriesRoutes } from './deliveries.js';
 import { dlqRoutes } from './dlq.js';
 import { endpointsRoutes } from './endpoints.js';
 import { endpointRegistryRoutes } from './endpoint-registry.js';
+import { jobListsRoutes } from './job-lists.js';
 import { jobsRoutes } from './jobs.js';
 import { queuesRoutes } from './queues.js';
 import { scheduleRoutes } from './schedule.js';
@@ -20,6 +21,7 @@ const resources = [
   queuesRoutes,
   scheduleRoutes,
   jobsRoutes,
+  jobListsRoutes,
   dlqRoutes,
   breakersRoutes,
   endpointsRoutes,
