@@ -171,6 +171,19 @@ describe('job lists', () => {
   });
 });
 
+describe('upcoming retries', () => {
+  it('with only=retries, counts and lists retries, not jobs merely added with a delay', async () => {
+    const { body } = await call(`/queues/${name}/schedule?horizon=hour&only=retries`);
+    expect(body.due).toMatchObject({ overdue: 0, withinHour: 1, later: 0 });
+    expect(body.upcoming).toEqual([
+      expect.objectContaining({ id: ids.retry, key: 'order:7', kind: 'retry' }),
+    ]);
+    expect(body).toMatchObject({ notRetries: 1, partial: false });
+    // The default still counts every delayed job.
+    expect((await call(`/queues/${name}/schedule?horizon=day`)).body.due.withinDay).toBe(2);
+  });
+});
+
 describe('moves of a delayed job', () => {
   it('retry-now moves the retry to the front of the wait list; the same fence again refuses', async () => {
     const { body } = await call(`/queues/${name}/jobs/${encodeURIComponent(ids.retry!)}`);
@@ -305,6 +318,7 @@ describe('looking never writes', () => {
       `/queues/${name}/jobs/${ids.done}`,
       `/queues/${name}/dlq-search?q=http`,
       `/queues/${name}/activity`,
+      `/queues/${name}/schedule?only=retries`,
     ];
     const writes = await writesDuring(redis, name, async () => {
       for (const path of paths) expect((await call(path)).status, path).toBe(200);
