@@ -190,6 +190,16 @@ describe('job lists, job view and actions in chromium', () => {
     const row = panel.getByTestId('job-retry:1');
     expect(await row.innerText()).toContain('retry');
     expect(await panel.getByTestId('job-later:1').innerText()).toContain('scheduled');
+    // Upcoming retries: the retry only, the jobs added with a delay counted apart.
+    const upcoming = page.getByTestId('upcoming');
+    await expect.poll(() => upcoming.locator('tbody tr').count()).toBe(1);
+    expect(await upcoming.innerText()).toContain('retry:1');
+    expect(await page.getByTestId('not-retries').innerText()).toContain(
+      '2 jobs added with a delay',
+    );
+    // The graph: the completion and the retry of the setup, from the event stream.
+    await expect.poll(() => page.getByTestId('graph-completed').innerText()).toBe('1');
+    expect(await page.getByTestId('graph-retried').innerText()).toBe('1');
     await row.click();
     const view = page.getByTestId('job-view');
     await expect
