@@ -38,6 +38,9 @@ type Json = any;
 let redis: RedisClient;
 let name: string;
 let queue: RequeueQueue;
+/** A second queue, for a job a worker runs again while the test holds its old fence. */
+let other: string;
+let otherQueue: RequeueQueue;
 let app: IntakeServer;
 let url: string;
 const ids: Record<string, string> = {};
@@ -61,15 +64,23 @@ beforeAll(async () => {
   redis = connect();
   name = uniqueQueueName('dash-lists');
   queue = createQueue(name, { connection: redis });
+  other = uniqueQueueName('dash-moved-on');
+  otherQueue = createQueue(other, { connection: redis });
   app = await createIntakeServer({
-    queues: new Map([[name, queue]]),
+    queues: new Map([
+      [name, queue],
+      [other, otherQueue],
+    ]),
     ready: async () => true,
     metrics: new RequeueMetrics(),
     maxBodyBytes: 1 << 20,
     logger,
   });
   await registerAdmin(app, {
-    queues: [{ name, kind: 'handler', queue, breaker: parseBreakerOptions({}), budget: undefined }],
+    queues: [
+      { name, kind: 'handler', queue, breaker: parseBreakerOptions({}), budget: undefined },
+      { name: other, kind: 'handler', queue: otherQueue, breaker: undefined, budget: undefined },
+    ],
     redis,
     access: { kind: 'token', token },
     host: '127.0.0.1',
@@ -113,7 +124,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
   await queue?.close();
+  await otherQueue?.close();
   await cleanQueue(redis, name);
+  await cleanQueue(redis, other);
   redis?.disconnect();
 });
 
@@ -238,6 +251,42 @@ describe('moves of a delayed job', () => {
     });
     expect(meta.status).toBe(409);
     expect(await redis.exists(`${bullPrefixOf(redis, name)}:${name}:meta`)).toBe(1);
+  });
+});
+
+describe('a delayed job that ran again meanwhile', () => {
+  it('a delete with the fence read before its last attempt refuses: the job is delayed again, with newer state, and stays', async () => {
+    const worker = createWorker(
+      other,
+      async () => {
+        throw Object.assign(new Error('HTTP 503'), { status: 503 });
+      },
+      {
+        connection: redisUrl(),
+        logger,
+        policy: { strategy: 'fixed', baseMs: 600_000, capMs: 600_000, maxAttempts: 5 },
+      },
+    );
+    const events = new WorkerEventLog(worker);
+    onCleanup(() => worker.close({ timeoutMs: 5_000 }));
+    const { id } = await otherQueue.add('sync', {});
+    await events.waitFor('retry:scheduled', (e) => e.jobId === id && e.attempt === 1);
+    const before = (await call(`/queues/${other}/jobs/${encodeURIComponent(id)}`)).body.fence;
+    expect(before.attemptsMade).toBe(1);
+    // Run now: the worker takes it, it fails again and is delayed again.
+    const path = `/queues/${other}/delayed/${encodeURIComponent(id)}`;
+    expect((await call(`${path}/retry-now`, { method: 'POST', body: before })).status).toBe(200);
+    await events.waitFor('retry:scheduled', (e) => e.jobId === id && e.attempt === 2);
+    const stale = await call(`${path}/delete`, { method: 'POST', body: before });
+    expect(stale.status).toBe(409);
+    expect(stale.body).toMatchObject({ result: 'changed' });
+    expect(await redis.zscore(`${bullPrefixOf(redis, other)}:${other}:delayed`, id)).not.toBeNull();
+    expect(await redis.exists(jobKey(redis, other, id))).toBe(1);
+    // With the fence read now, it goes.
+    const now = (await call(`/queues/${other}/jobs/${encodeURIComponent(id)}`)).body.fence;
+    expect(now.attemptsMade).toBe(2);
+    expect((await call(`${path}/delete`, { method: 'POST', body: now })).status).toBe(200);
+    expect(await redis.exists(jobKey(redis, other, id))).toBe(0);
   });
 });
 
