@@ -27,7 +27,7 @@ function options(width) {
   return {
     width,
     height: 220,
-    legend: { show: true },
+    legend: { show: true, live: false },
     cursor: { drag: { x: false, y: false } },
     scales: {
       x: { time: true },
