@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { delayKind, type JobState } from '../../../src/policy/job-state.js';
-import { readActivity } from '../../../src/scheduler/bullmq/bull-activity.js';
 import {
   isQueuePaused,
   listJobs,
@@ -11,12 +10,8 @@ import {
 import { moveDelayedJob } from '../../../src/scheduler/bullmq/delayed-moves.js';
 import { keyForJobId } from '../../../src/scheduler/job-id.js';
 import { HttpError } from '../http.js';
-import { deadJobView, type AdminPluginOptions } from './context.js';
+import type { AdminPluginOptions } from './context.js';
 import { jobParams, queueParams } from './schemas.js';
-
-/** Dead records a search reads at most, newest first (a search is a scan: bounded). */
-const searchScan = 5_000;
-const searchChunk = 500;
 
 const listQuery = z.strictObject({
   state: z.enum(listedStates).default('waiting'),
@@ -30,28 +25,12 @@ const fenceBody = z.strictObject({
   attemptsMade: z.number().int().min(0),
 });
 
-const searchQuery = z.strictObject({
-  q: z.string().trim().min(1).max(200),
-  limit: z.coerce.number().int().min(1).max(200).default(20),
-  offset: z.coerce.number().int().min(0).max(searchScan).default(0),
-});
-
-const activityQuery = z.strictObject({
-  minutes: z.coerce
-    .number()
-    .int()
-    .min(5)
-    .max(24 * 60)
-    .default(60),
-});
-
 /**
  * The dashboard's job lists and the moves it offers beside them: paged
  * waiting/active/delayed/completed lists (`GET /queues/:queue/jobs`), a
  * delayed job run now or deleted (fenced by what the list read),
- * pause/resume of a queue (BullMQ's pause, which every worker honours), a
- * text search of the DLQ, and the per-minute activity graph. Reads only
- * read; every view goes through the redaction module.
+ * and pause/resume of a queue (BullMQ's pause, which every worker honours).
+ * Reads only read; every view goes through the redaction module.
  */
 export const jobListsRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (api, { ctx }) => {
   const { redis } = ctx.options;
@@ -136,74 +115,7 @@ export const jobListsRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (
       },
     );
   }
-
-  api.get(
-    '/queues/:queue/dlq-search',
-    {
-      schema: {
-        summary: `Dead jobs whose error messages or payload contain a text (the newest ${searchScan} searched)`,
-        params: queueParams,
-        querystring: searchQuery,
-      },
-    },
-    async (request) => {
-      const q = ctx.storesOf(request.params.queue);
-      const { limit, offset } = request.query;
-      const needle = request.query.q.toLowerCase();
-      const matches: unknown[] = [];
-      let scanned = 0;
-      let complete = false;
-      while (scanned < searchScan) {
-        const records = await q.dlq.list({}, { offset: scanned, limit: searchChunk });
-        scanned += records.length;
-        // Matched on the redacted view: a search never reveals what the view hides.
-        for (const view of records.map((r) => ctx.redact(deadJobView(r)))) {
-          if (searchable(view).includes(needle)) matches.push(view);
-        }
-        if (records.length < searchChunk) {
-          complete = true;
-          break;
-        }
-      }
-      return {
-        queue: q.name,
-        q: request.query.q,
-        total: matches.length,
-        scanned,
-        complete,
-        offset,
-        limit,
-        items: matches.slice(offset, offset + limit),
-      };
-    },
-  );
-
-  api.get(
-    '/queues/:queue/activity',
-    {
-      schema: {
-        summary: 'Completions, retries and deaths per minute, from BullMQ’s event stream',
-        params: queueParams,
-        querystring: activityQuery,
-      },
-    },
-    async (request) => {
-      const q = ctx.storesOf(request.params.queue);
-      const binMs = 60_000;
-      const bins = request.query.minutes;
-      const now = ctx.clock.now();
-      const from = (Math.floor(now / binMs) - bins + 1) * binMs;
-      const activity = await readActivity(redis, q.name, from, binMs, bins, q.prefix);
-      return { queue: q.name, ...activity, oldestAt: activity.oldestAt ?? null };
-    },
-  );
 };
-
-/** The text a search looks in: the error messages, the reason and the payload. */
-function searchable(view: unknown): string {
-  const v = view as { message?: unknown; data?: unknown; history?: unknown };
-  return JSON.stringify([v.message, v.data, v.history]).toLowerCase();
-}
 
 /** One job of a list as the dashboard shows it (redacted by the caller). */
 function listedView(state: string, job: ListedJob) {

@@ -9,6 +9,8 @@ import { deliveriesRoutes } from './deliveries.js';
 import { dlqRoutes } from './dlq.js';
 import { endpointsRoutes } from './endpoints.js';
 import { endpointRegistryRoutes } from './endpoint-registry.js';
+import { activityRoutes } from './activity.js';
+import { dlqSearchRoutes } from './dlq-search.js';
 import { jobListsRoutes } from './job-lists.js';
 import { jobsRoutes } from './jobs.js';
 import { queuesRoutes } from './queues.js';
@@ -22,6 +24,8 @@ const resources = [
   scheduleRoutes,
   jobsRoutes,
   jobListsRoutes,
+  dlqSearchRoutes,
+  activityRoutes,
   dlqRoutes,
   breakersRoutes,
   endpointsRoutes,
