@@ -1,6 +1,5 @@
 import type { RedisClient } from '../../redis/connection.js';
 import { parseJobState, type JobState } from '../../policy/job-state.js';
-import { parseJson } from '../../util/json.js';
 import { bullKeys, delayedDueAt } from './bull-keys.js';
 
 /**
@@ -20,7 +19,6 @@ export const listedStates = ['waiting', 'active', 'delayed', 'completed'] as con
 export interface ListedJob {
   id: string;
   name: string;
-  data: unknown;
   addedAt: number | undefined;
   /** When a delayed job is due. */
   dueAt: number | undefined;
@@ -40,22 +38,13 @@ export interface JobListPage {
   items: ListedJob[];
 }
 
-const fields = [
-  'name',
-  'data',
-  'timestamp',
-  'ats',
-  'atm',
-  'processedOn',
-  'finishedOn',
-  'rq',
-  'rql',
-];
+const fields = ['name', 'timestamp', 'ats', 'atm', 'processedOn', 'finishedOn', 'rq', 'rql'];
 
 /**
  * Jobs `offset`…`offset + limit` of one set: waiting in the order they will
  * run (the wait list's fetch end first, then prioritized jobs by priority),
- * active, delayed soonest first, completed newest first. Two round trips.
+ * active, delayed soonest first, completed newest first. Three round trips;
+ * the jobs' data is not read (the job view reads one job's).
  */
 export async function listJobs(
   redis: RedisClient,
@@ -97,13 +86,12 @@ export async function listJobs(
   for (const [id] of entries) reads.hmget(keys.prefix + id, ...fields);
   const rows = await exec(reads);
   const items = entries.map(([id, score], i): ListedJob => {
-    const [name, data, ts, ats, atm, processedOn, finishedOn, rq, rql] = (rows[i] ?? []) as (
+    const [name, ts, ats, atm, processedOn, finishedOn, rq, rql] = (rows[i] ?? []) as (
       string | null
     )[];
     return {
       id,
       name: name ?? '',
-      data: parseJson(data),
       addedAt: num(ts),
       dueAt: score === undefined ? undefined : delayedDueAt(Number(score)),
       score,

@@ -132,7 +132,6 @@ function listedView(state: string, job: ListedJob) {
     finishedAt: job.finishedAt ?? null,
     lastError: lastError(job.state, job.life),
     fence: job.score === undefined ? null : { score: job.score, attemptsMade: job.attemptsMade },
-    data: job.data,
   };
 }
 
