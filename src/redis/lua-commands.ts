@@ -26,6 +26,7 @@ export const scriptNames = [
   'fairTrim',
   'limitAcquire',
   'limitRelease',
+  'moveDelayed',
   'parkKey',
   'pauseKey',
   'promoteRetries',

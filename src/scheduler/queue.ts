@@ -196,6 +196,19 @@ export class RequeueQueue<T = unknown> {
     return (await this.bull.getJob(jobId)) !== undefined;
   }
 
+  /**
+   * Pauses the queue fleet-wide (BullMQ's pause: workers fetch nothing new,
+   * due retries stay where they are; active jobs run on) until {@link resume}.
+   */
+  async pause(): Promise<void> {
+    await this.bull.pause();
+  }
+
+  /** Resumes a paused queue. */
+  async resume(): Promise<void> {
+    await this.bull.resume();
+  }
+
   /** Closes the queue and, if it opened it, the connection. */
 
   async close(): Promise<void> {

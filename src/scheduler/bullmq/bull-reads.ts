@@ -62,7 +62,18 @@ export async function nextDelayed(
   );
   const entries: [string, number][] = [];
   for (let i = 0; i < raw.length; i += 2) entries.push([raw[i]!, Number(raw[i + 1])]);
+  return readDelayed(redis, queue, entries, prefix);
+}
+
+/** Delayed jobs `entries` ([id, score], as read from the delayed set) with requeue's state. Reads only. */
+export async function readDelayed(
+  redis: RedisClient,
+  queue: string,
+  entries: readonly (readonly [string, number])[],
+  prefix = 'bull',
+): Promise<DelayedJob[]> {
   if (entries.length === 0) return [];
+  const keys = bullKeys(queue, prefix);
   const pipeline = redis.pipeline();
   for (const [id] of entries) pipeline.hmget(keys.prefix + id, 'name', 'rq', 'rql');
   const replies = (await pipeline.exec()) ?? [];
@@ -76,6 +87,46 @@ export async function nextDelayed(
       life: Number(rql ?? 0),
     };
   });
+}
+
+/** The soonest delayed jobs, each with BullMQ's attempts made, and the delayed set's size. */
+export interface DelayedScan {
+  /** How many jobs the delayed set holds. */
+  total: number;
+  /** Up to the cap, soonest first: [id, score, attempts made]. */
+  entries: [id: string, score: number, attemptsMade: number][];
+}
+
+/**
+ * The soonest `cap` delayed jobs of queue `queue` with their attempts made
+ * (`atm`: 0 for a job added with a delay that has not run, ≥ 1 for a job
+ * that ran and was delayed again: a retry or a deferral), read 1,000 per
+ * round trip. Reads only.
+ */
+export async function scanDelayed(
+  redis: RedisClient,
+  queue: string,
+  cap: number,
+  prefix = 'bull',
+): Promise<DelayedScan> {
+  const keys = bullKeys(queue, prefix);
+  const total = await redis.zcard(keys.delayed);
+  const entries: DelayedScan['entries'] = [];
+  for (let from = 0; from < Math.min(total, cap); from += 1000) {
+    const raw = await redis.zrange(
+      keys.delayed,
+      from,
+      Math.min(from + 1000, cap) - 1,
+      'WITHSCORES',
+    );
+    if (raw.length === 0) break;
+    const pipeline = redis.pipeline();
+    for (let i = 0; i < raw.length; i += 2) pipeline.hget(keys.prefix + raw[i]!, 'atm');
+    const atms = (await pipeline.exec()) ?? [];
+    for (let i = 0; i < raw.length; i += 2)
+      entries.push([raw[i]!, Number(raw[i + 1]), Number(atms[i / 2]?.[1] ?? 0)]);
+  }
+  return { total, entries };
 }
 
 /** Where a live job is, as BullMQ keeps it. */
@@ -92,8 +143,24 @@ export interface LiveJob {
   dueAt?: number;
   addedAt?: number;
   attemptsStarted: number;
+  /** BullMQ's attempts made (`atm`): with the delayed score, a delayed job's fence. */
+  attemptsMade: number;
   state: JobState | undefined;
   life: number;
+  /** What the handler reported with `job.updateProgress`, if anything. */
+  progress?: unknown;
+  /** The last stack BullMQ kept for the job (`stacktrace`), unredacted: views redact it. */
+  stack?: string | undefined;
+  /** A delayed job's score as read (the fence of a retry-now or delete). */
+  score?: string;
+}
+
+/** The newest entry of BullMQ's `stacktrace` field (a JSON array), if any. */
+function lastStack(raw: string | null): string | undefined {
+  const parsed = parseJson(raw);
+  if (!Array.isArray(parsed)) return undefined;
+  const last: unknown = parsed.at(-1);
+  return typeof last === 'string' ? last : undefined;
 }
 
 /**
@@ -111,7 +178,19 @@ export async function readLiveJob(
     (await redis
       .pipeline()
       .type(keys.prefix + id)
-      .hmget(keys.prefix + id, 'name', 'data', 'opts', 'timestamp', 'ats', 'rq', 'rql')
+      .hmget(
+        keys.prefix + id,
+        'name',
+        'data',
+        'opts',
+        'timestamp',
+        'ats',
+        'rq',
+        'rql',
+        'progress',
+        'stacktrace',
+        'atm',
+      )
       .zscore(keys.delayed, id)
       .lpos(keys.wait, id)
       .zscore(keys.prioritized, id)
@@ -124,9 +203,9 @@ export async function readLiveJob(
     if (err) throw err;
     return v;
   };
-  const [name, data, opts, timestamp, ats, rq, rql] = (value(0) === 'hash' ? value(1) : []) as (
-    string | null
-  )[];
+  const [name, data, opts, timestamp, ats, rq, rql, progress, stacktrace, atm] = (
+    value(0) === 'hash' ? value(1) : []
+  ) as (string | null)[];
   if (name == null || opts == null || timestamp == null) return undefined;
   const delayed = value(2) as string | null;
   const where: LiveJobState =
@@ -149,9 +228,13 @@ export async function readLiveJob(
     opts: isObject(parsedOpts) ? parsedOpts : {},
     where,
     attemptsStarted: Number(ats ?? 0),
+    attemptsMade: Number(atm ?? 0),
     state: parseJobState(rq),
     life: Number(rql ?? 0),
+    progress: progress == null ? undefined : parseJson(progress),
+    stack: lastStack(stacktrace ?? null),
   };
+  if (delayed !== null) job.score = delayed;
   if (delayed !== null) job.dueAt = delayedDueAt(Number(delayed));
   if (Number.isFinite(Number(timestamp))) job.addedAt = Number(timestamp);
   return job;

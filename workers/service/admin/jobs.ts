@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { delayKind } from '../../../src/policy/job-state.js';
-import { lookupIds } from '../../../src/scheduler/job-id.js';
+import { keyForJobId, lookupIds } from '../../../src/scheduler/job-id.js';
 import { readLiveJob, type LiveJob } from '../../../src/scheduler/bullmq/bull-reads.js';
 import { HttpError } from '../http.js';
 import { deadJobView, type AdminPluginOptions } from './context.js';
@@ -35,6 +35,7 @@ function liveJobView(queue: string, job: LiveJob) {
   return {
     queue,
     id: job.id,
+    key: keyForJobId(job.id) ?? null,
     name: job.name,
     where: job.where,
     nextAttemptAt: job.where === 'delayed' ? (job.dueAt ?? null) : null,
@@ -42,6 +43,11 @@ function liveJobView(queue: string, job: LiveJob) {
     addedAt: job.addedAt ?? null,
     attemptsStarted: job.attemptsStarted,
     replays: job.life,
+    progress: job.progress ?? null,
+    /** BullMQ's last stack for the job, when it kept one (redacted with the rest of the view). */
+    stack: job.stack ?? null,
+    opts: job.opts,
+    fence: job.score === undefined ? null : { score: job.score, attemptsMade: job.attemptsMade },
     data: job.data,
     history: job.state?.history ?? [],
   };

@@ -9,6 +9,9 @@ import { deliveriesRoutes } from './deliveries.js';
 import { dlqRoutes } from './dlq.js';
 import { endpointsRoutes } from './endpoints.js';
 import { endpointRegistryRoutes } from './endpoint-registry.js';
+import { activityRoutes } from './activity.js';
+import { dlqSearchRoutes } from './dlq-search.js';
+import { jobListsRoutes } from './job-lists.js';
 import { jobsRoutes } from './jobs.js';
 import { queuesRoutes } from './queues.js';
 import { scheduleRoutes } from './schedule.js';
@@ -20,6 +23,9 @@ const resources = [
   queuesRoutes,
   scheduleRoutes,
   jobsRoutes,
+  jobListsRoutes,
+  dlqSearchRoutes,
+  activityRoutes,
   dlqRoutes,
   breakersRoutes,
   endpointsRoutes,

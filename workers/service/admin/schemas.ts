@@ -65,6 +65,11 @@ export const scheduleQuery = z.strictObject({
   horizon: z.enum(['minute', 'hour', 'day']).default('hour'),
   /** How many of the soonest delayed jobs to list. */
   limit: z.coerce.number().int().min(0).max(500).default(20),
+  /**
+   * `retries`: only jobs that ran and were delayed again (retries, deferrals),
+   * not jobs added with a delay; `all`: every delayed job.
+   */
+  only: z.enum(['retries', 'all']).default('all'),
 });
 
 export const limitsQuery = z.strictObject({

@@ -9,9 +9,11 @@ import { Confirm } from './components/confirm.js';
 import { DeadPanel } from './components/dead-panel.js';
 import { DeliveryLog } from './components/delivery-log.js';
 import { EndpointsPanel } from './components/endpoints-panel.js';
+import { JobList } from './components/job-list.js';
 import { JobLookup } from './components/job-lookup.js';
 import { LimitsPanel } from './components/limits-panel.js';
 import { QueueCards } from './components/queue-cards.js';
+import { QueueGraph } from './components/queue-graph.js';
 import { SchedulePanel } from './components/schedule-panel.js';
 import { TokenPrompt } from './components/token-prompt.js';
 import { tokenKey } from './lib/api.js';
@@ -85,6 +87,7 @@ function App() {
         html`<div class="grid">
             <div>
               <${SchedulePanel} queue=${current.name} ...${panel} />
+              <${QueueGraph} queue=${current.name} ...${panel} />
             </div>
             <div>
               <${BreakersPanel} queue=${current.name} ...${panel} />
@@ -93,6 +96,7 @@ function App() {
               ${current.kind === 'webhook' && html`<${EndpointsPanel} queue=${current.name} ...${panel} />`}
             </div>
           </div>
+          <${JobList} queue=${current.name} ...${panel} />
           <${DeadPanel} queue=${current.name} ...${panel} />
           ${current.kind === 'webhook' && html`<${DeliveryLog} queue=${current.name} ...${panel} />`}`
       }

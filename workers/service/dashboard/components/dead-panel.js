@@ -12,9 +12,14 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
   const [filters, setFilters] = useState({ reason: '', name: '', since: '', until: '' });
   const [offset, setOffset] = useState(0);
   const [open, setOpen] = useState(undefined);
+  // Text search (server-side, over the redacted messages and payloads) and the rows ticked.
+  const [searchInput, setSearchInput] = useState('');
+  const [search, setSearch] = useState('');
+  const [picked, setPicked] = useState([]);
   useEffect(() => {
     setOffset(0);
     setOpen(undefined);
+    setPicked([]);
   }, [queue]);
   const params = new URLSearchParams({ limit: String(pageSize), offset: String(offset) });
   const body = {};
@@ -22,7 +27,16 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
     if (filters[key]) params.set(key, (body[key] = filters[key]));
   for (const key of ['since', 'until'])
     if (filters[key]) params.set(key, (body[key] = String(new Date(filters[key]).getTime())));
-  const [data, error] = usePoll(`/queues/${q(queue)}/dlq?${params}`, tick, onError);
+  const searchParams = new URLSearchParams({
+    q: search,
+    limit: String(pageSize),
+    offset: String(offset),
+  });
+  const [data, error] = usePoll(
+    search ? `/queues/${q(queue)}/dlq-search?${searchParams}` : `/queues/${q(queue)}/dlq?${params}`,
+    tick,
+    onError,
+  );
   // The reasons the library files deaths under, from the admin API (read once).
   const [reasons] = usePoll('/dlq/reasons', 0, onError);
   const set = (key) => (e) => {
@@ -48,6 +62,34 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
         );
       },
     });
+  const bulkPicked = (verb) =>
+    ask({
+      title: `${verb === 'replay' ? 'Replay' : 'Purge'} ${picked.length} selected dead job${picked.length === 1 ? '' : 's'}?`,
+      message:
+        verb === 'replay'
+          ? 'Back to the queue with fresh attempts; the history is kept.'
+          : 'Deleted for good: this cannot be undone.',
+      verb: verb === 'replay' ? 'Replay' : 'Purge',
+      danger: verb === 'purge',
+      action: async () => {
+        let done = 0;
+        const failed = [];
+        for (const id of picked) {
+          try {
+            done += (await api(`/queues/${q(queue)}/dlq/${verb}`, { method: 'POST', body: { id } }))
+              .done;
+          } catch (e) {
+            failed.push(`${id}: ${e.message}`);
+          }
+        }
+        setPicked([]);
+        refresh(
+          `${verb === 'replay' ? 'replayed' : 'purged'} ${done} of ${picked.length} selected${failed.length ? `; ${failed.join('; ')}` : ''}`,
+        );
+      },
+    });
+  const toggle = (id) =>
+    setPicked(picked.includes(id) ? picked.filter((x) => x !== id) : [...picked, id]);
   const hasFilter = Boolean(filters.reason || filters.name || filters.since || filters.until);
   const items = data?.items ?? [];
   const total = data?.total ?? 0;
@@ -55,8 +97,17 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
     <h3>
       Dead letters <${Badge} tone=${total > 0 ? 'bad' : 'muted'}>${total}<//>
       <span class="spacer"></span>
+      ${
+        picked.length > 0 &&
+        html`<button data-testid="replay-selected" onClick=${() => bulkPicked('replay')}>
+            Replay selected (${picked.length})
+          </button>
+          <button class="danger" data-testid="purge-selected" onClick=${() => bulkPicked('purge')}>
+            Purge selected (${picked.length})
+          </button>`
+      }
       <button
-        disabled=${total === 0}
+        disabled=${total === 0 || Boolean(search)}
         onClick=${() =>
           bulk(
             'replay',
@@ -68,7 +119,7 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
       </button>
       <button
         class="danger"
-        disabled=${total === 0}
+        disabled=${total === 0 || Boolean(search)}
         onClick=${() =>
           bulk(
             'purge',
@@ -79,7 +130,48 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
         Purge ${hasFilter ? 'matching' : 'all'}
       </button>
     </h3>
-    <div class="filters">
+    <form
+      class="filters"
+      onSubmit=${(e) => {
+        e.preventDefault();
+        setSearch(searchInput.trim());
+        setOffset(0);
+      }}
+    >
+      <label
+        >Search errors and payloads
+        <input
+          value=${searchInput}
+          onInput=${(e) => setSearchInput(e.target.value)}
+          placeholder="text"
+          size="24"
+          data-testid="dlq-search"
+        />
+      </label>
+      <button type="submit">Search</button>
+      ${
+        search &&
+        html`<button
+          type="button"
+          onClick=${() => {
+            setSearch('');
+            setSearchInput('');
+            setOffset(0);
+          }}
+        >
+          Clear search
+        </button>`
+      }
+      ${
+        search &&
+        data &&
+        html`<span class="muted small" data-testid="search-scope">
+          ${data.total} match${data.total === 1 ? '' : 'es'} in the newest ${data.scanned} dead
+          jobs${data.complete ? ' (all of them)' : ''}
+        </span>`
+      }
+    </form>
+    <div class=${`filters ${search ? 'muted' : ''}`}>
       <label
         >Reason
         <select value=${filters.reason} onChange=${set('reason')} data-testid="filter-reason">
@@ -109,10 +201,24 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
     ${error && html`<div class="notice bad">${error}</div>`}
     ${
       data && items.length === 0
-        ? html`<div class="empty">No dead job${hasFilter ? ' matches' : ''}.</div>`
+        ? html`<div class="empty">No dead job${hasFilter || search ? ' matches' : ''}.</div>`
         : html`<table>
             <thead>
               <tr>
+                <th>
+                  <input
+                    type="checkbox"
+                    aria-label="select the page"
+                    data-testid="select-page"
+                    checked=${items.length > 0 && items.every((d) => picked.includes(d.id))}
+                    onChange=${(e) =>
+                      setPicked(
+                        e.target.checked
+                          ? [...new Set([...picked, ...items.map((d) => d.id)])]
+                          : picked.filter((id) => !items.some((d) => d.id === id)),
+                      )}
+                  />
+                </th>
                 <th>Job</th>
                 <th>Reason</th>
                 <th class="num">Attempts</th>
@@ -130,6 +236,15 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
                       data-testid=${`dead-${d.idempotencyKey ?? d.id}`}
                       onClick=${() => setOpen(open === d.id ? undefined : d.id)}
                     >
+                      <td onClick=${(e) => e.stopPropagation()}>
+                        <input
+                          type="checkbox"
+                          aria-label=${`select ${d.idempotencyKey ?? d.id}`}
+                          data-testid="select-dead"
+                          checked=${picked.includes(d.id)}
+                          onChange=${() => toggle(d.id)}
+                        />
+                      </td>
                       <td class="mono">
                         ${open === d.id ? '▾' : '▸'} ${d.name} · ${d.idempotencyKey ?? d.id}
                       </td>
@@ -156,7 +271,7 @@ export function DeadPanel({ queue, tick, onError, ask, refresh }) {
                     ${
                       open === d.id &&
                       html`<tr class="history">
-                        <td colspan="6">
+                        <td colspan="7">
                           <div class="muted detail">
                             ${[
                               d.idempotencyKey ? `key ${d.idempotencyKey}` : '',

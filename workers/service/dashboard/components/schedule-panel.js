@@ -10,7 +10,7 @@ import { usePoll } from '../lib/use-poll.js';
 export function SchedulePanel({ queue, tick, onError }) {
   const [horizon, setHorizon] = useState('hour');
   const [data, error] = usePoll(
-    `/queues/${q(queue)}/schedule?horizon=${horizon}&limit=10`,
+    `/queues/${q(queue)}/schedule?horizon=${horizon}&limit=10&only=retries`,
     tick,
     onError,
   );
@@ -52,7 +52,7 @@ export function SchedulePanel({ queue, tick, onError }) {
           (j) =>
             html`<tr key=${j.id}>
               <td class="nowrap" title=${time(j.dueAt)}>${ago(j.dueAt, now)}</td>
-              <td class="mono id" title=${j.id}>${j.name} · ${j.id}</td>
+              <td class="mono id" title=${j.id}>${j.name} · ${j.key ?? j.id}</td>
               <td><${KindBadge} kind=${j.kind} /></td>
               <td class="num">${j.attempt ?? ''}</td>
               <td class="err" title=${j.lastError ?? ''}>${j.lastError ?? ''}</td>
@@ -60,6 +60,14 @@ export function SchedulePanel({ queue, tick, onError }) {
         )}
       </tbody>
     </table>
-    ${data && data.upcoming.length === 0 && html`<div class="empty">Nothing scheduled.</div>`}
+    ${data && data.upcoming.length === 0 && html`<div class="empty">No retry scheduled.</div>`}
+    ${
+      data?.notRetries > 0 &&
+      html`<div class="muted small" data-testid="not-retries">
+        Not counted: ${data.notRetries} job${data.notRetries === 1 ? '' : 's'} added with a delay
+        (under Jobs, delayed).
+      </div>`
+    }
+    ${data?.partial && html`<div class="muted small">Counted among the soonest 10,000 delayed jobs.</div>`}
   </section>`;
 }
