@@ -3,6 +3,7 @@ import type { RedisClient } from '../../redis/connection.js';
 import { parseJobState, serializeJobState, type JobState } from '../../policy/job-state.js';
 import { requeueKeys } from '../../redis/keys.js';
 import * as lua from '../../redis/lua-commands.js';
+import { retryNow as retryNowScript } from '../../redis/lua-commands-retry.js';
 import { bullKeys, type BullKeys } from './bull-keys.js';
 import type { BullWorker } from './bull-worker.js';
 import { bullJobOf, type HeldJob } from './held-job.js';
@@ -216,10 +217,20 @@ export interface ReplayRef {
 }
 
 /**
- * Moves dead records back into queue `queue`'s wait list, each in one step
- * fenced by its generation (`src/redis/lua/replayDead-6.lua`). Returns, per
- * record, the id it got in the queue, or `undefined` when it was skipped
- * (gone, or a newer death).
+ * A lane a replay puts jobs in instead of the wait list (which BullMQ serves
+ * before every keyed job): a dispatch key of fair dispatch and its cost
+ * (1 / weight), so the replayed jobs take their fair share of turns and no more.
+ */
+export interface ReplayLane {
+  key: string;
+  cost: number;
+}
+
+/**
+ * Moves dead records back into queue `queue`'s wait list — or into `lane`
+ * — each in one step fenced by its generation (`src/redis/lua/replayDead-9.lua`).
+ * Returns, per record, the id it got in the queue, or `undefined` when it
+ * was skipped (gone, or a newer death).
  */
 export async function replayDeadJobs(
   redis: RedisClient,
@@ -227,19 +238,67 @@ export async function replayDeadJobs(
   refs: readonly ReplayRef[],
   now: number,
   prefix = 'bull',
+  lane?: ReplayLane,
 ): Promise<{ id: string; to: string | undefined }[]> {
   if (refs.length === 0) return [];
   const bull = bullKeys(queue, prefix);
   const rq = requeueKeys(queue);
-  const args: (string | number)[] = [rq.deadRecordPrefix, bull.prefix, now];
+  const args: (string | number)[] = [
+    rq.deadRecordPrefix,
+    bull.prefix,
+    now,
+    lane?.key ?? '',
+    lane?.cost ?? 1,
+  ];
   for (const ref of refs) args.push(ref.id, ref.gen, ref.want, ref.freshId);
   const reply = await lua.replayDead(
     redis,
-    [rq.dead, bull.wait, bull.meta, bull.active, bull.marker, bull.events],
+    [
+      rq.dead,
+      bull.wait,
+      bull.meta,
+      bull.active,
+      bull.marker,
+      bull.events,
+      bull.prioritized,
+      bull.pc,
+      rq.fair,
+    ],
     args,
   );
   const out: { id: string; to: string | undefined }[] = [];
   for (let i = 0; i < reply.length; i += 2)
     out.push({ id: reply[i]!, to: reply[i + 1] === '' ? undefined : reply[i + 1] });
   return out;
+}
+
+/** What {@link retryNow} did. */
+export type RetryNowResult = 'moved' | 'not-delayed' | 'attempt-moved-on' | 'parked';
+
+/**
+ * Makes job `id`'s scheduled retry due now, in one step fenced by the
+ * attempts started the caller saw (`retryNow-4.lua`): a job that has run or
+ * been deferred since, left the delayed set, or waits parked for its key's
+ * slot is left alone. BullMQ's next fetch promotes it, as any due retry.
+ */
+export async function retryNow(
+  redis: RedisClient,
+  queue: string,
+  id: string,
+  attemptsStarted: number,
+  prefix = 'bull',
+): Promise<RetryNowResult> {
+  const bull = bullKeys(queue, prefix);
+  const reply = await retryNowScript(
+    redis,
+    [bull.delayed, bull.marker, bull.prefix + id, bull.meta],
+    [id, attemptsStarted],
+  );
+  return reply === 1
+    ? 'moved'
+    : reply === -1
+      ? 'attempt-moved-on'
+      : reply === -2
+        ? 'parked'
+        : 'not-delayed';
 }

@@ -5,6 +5,7 @@ import {
   byTimeOnly,
   filterFields,
   matchesFilter,
+  metaTags,
   parseRecord,
   parseRef,
   recordFields,
@@ -123,7 +124,7 @@ export class DeadIndex {
   async *scan(filter: DeadJobFilter): AsyncGenerator<DeadRef> {
     if (filter.id !== undefined) {
       const record = await this.find(filter.id);
-      if (record && matchesFilter(record, record, filter))
+      if (record && matchesFilter({ ...record, tags: metaTags(record.opts) }, record, filter))
         yield { id: record.id, gen: record.gen, name: record.name, death: record };
       return;
     }
