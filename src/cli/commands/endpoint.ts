@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { EndpointStore } from '../../redis/endpoint-store.js';
 import { CliUsageError } from '../cli-error.js';
 import { listRegistered, registerEndpointRegistry } from './endpoint-registry.js';
+import { registerEndpointActions } from './endpoint-actions.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { requireKnownQueue } from '../known-queue.js';
 import type { RedisClient } from '../../redis/connection.js';
@@ -16,8 +17,11 @@ import { redactOptionsFromEnv } from '../../config/env.js';
 export function registerEndpoint(program: Command): void {
   const endpoint = program
     .command('endpoint')
-    .description('Create, update, show, delete, list, enable and disable webhook endpoints');
+    .description(
+      'Create, update, show, delete, list, enable, disable, resend to and recover webhook endpoints',
+    );
   registerEndpointRegistry(endpoint);
+  registerEndpointActions(endpoint);
 
   withRedisOption(
     endpoint
