@@ -9,6 +9,7 @@ import { deliveriesRoutes } from './deliveries.js';
 import { dlqRoutes } from './dlq.js';
 import { endpointsRoutes } from './endpoints.js';
 import { endpointRegistryRoutes } from './endpoint-registry.js';
+import { endpointActionsRoutes } from './endpoint-actions.js';
 import { jobsRoutes } from './jobs.js';
 import { queuesRoutes } from './queues.js';
 import { scheduleRoutes } from './schedule.js';
@@ -24,6 +25,7 @@ const resources = [
   breakersRoutes,
   endpointsRoutes,
   endpointRegistryRoutes,
+  endpointActionsRoutes,
   deliveriesRoutes,
 ] as const;
 
