@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { parseQueueName } from '../../policy/queue-name.js';
 import { CliUsageError } from '../cli-error.js';
 
 /** The queue endpoint commands act on unless told: the webhook worker's default. */
@@ -33,7 +34,7 @@ export function queueAndId(
       `--queue: "${flagQueue}" and the positional queue "${first}" differ; give one`,
     );
   if (pair.id.trim() === '') throw new CliUsageError('<id>: must not be empty');
-  if (pair.queue.trim() === '') throw new CliUsageError('--queue: must not be empty');
+  parseQueueName(pair.queue, second === undefined ? '--queue' : '<queue>');
   return pair;
 }
 
@@ -43,5 +44,7 @@ export function queueOf(positional: string | undefined, flagQueue: string | unde
     throw new CliUsageError(
       `--queue: "${flagQueue}" and the positional queue "${positional}" differ; give one`,
     );
-  return positional ?? flagQueue ?? defaultEndpointQueue;
+  const queue = positional ?? flagQueue ?? defaultEndpointQueue;
+  parseQueueName(queue, positional === undefined ? '--queue' : '<queue>');
+  return queue;
 }
