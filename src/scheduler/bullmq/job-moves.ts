@@ -272,7 +272,7 @@ export async function replayDeadJobs(
   return out;
 }
 
-/** What {@link retryNow} did. */
+/** What a retry-now move did: moved, or why not. */
 export type RetryNowResult = 'moved' | 'not-delayed' | 'attempt-moved-on' | 'parked';
 
 /**
