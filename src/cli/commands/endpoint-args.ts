@@ -12,10 +12,10 @@ export const defaultEndpointQueue = 'webhooks';
  * the flag (`endpoint create ep-1 --queue webhooks`, the queue defaulting to
  * `webhooks`).
  */
-export function withQueueAndId(command: Command): Command {
+export function withQueueAndId(command: Command, idName = 'id'): Command {
   return command
     .argument('<queue-or-id>', 'endpoint id; or the queue, when the id follows (older form)')
-    .argument('[id]', 'endpoint id, after the queue')
+    .argument(`[${idName}]`, 'endpoint id, after the queue')
     .option('--queue <queue>', `webhook queue (default: ${defaultEndpointQueue})`);
 }
 
@@ -24,6 +24,7 @@ export function queueAndId(
   first: string,
   second: string | undefined,
   flagQueue: string | undefined,
+  idName = 'id',
 ): { queue: string; id: string } {
   const pair =
     second === undefined
@@ -33,7 +34,7 @@ export function queueAndId(
     throw new CliUsageError(
       `--queue: "${flagQueue}" and the positional queue "${first}" differ; give one`,
     );
-  if (pair.id.trim() === '') throw new CliUsageError('<id>: must not be empty');
+  if (pair.id.trim() === '') throw new CliUsageError(`<${idName}>: must not be empty`);
   parseQueueName(pair.queue, second === undefined ? '--queue' : '<queue>');
   return pair;
 }

@@ -67,9 +67,10 @@ export function registerEndpoint(program: Command): void {
         .description(
           'Deliver to a disabled endpoint again (jobs already dead-lettered stay in the DLQ)',
         ),
+      'endpointId',
     ),
   ).action(async (first: string, second: string | undefined, opts) => {
-    const { queue, id: endpointId } = queueAndId(first, second, opts.queue);
+    const { queue, id: endpointId } = queueAndId(first, second, opts.queue, 'endpointId');
     await withStore(opts, async (store) => {
       const was = await store.enable(queue, endpointId);
       process.stdout.write(
@@ -83,9 +84,10 @@ export function registerEndpoint(program: Command): void {
       endpoint
         .command('disable')
         .description('Stop delivering to an endpoint: its jobs dead-letter as endpoint-disabled'),
+      'endpointId',
     ).option('--reason <reason>', 'why, kept with the entry', 'disabled by an operator'),
   ).action(async (first: string, second: string | undefined, opts) => {
-    const { queue, id: endpointId } = queueAndId(first, second, opts.queue);
+    const { queue, id: endpointId } = queueAndId(first, second, opts.queue, 'endpointId');
     if (typeof opts.reason !== 'string' || opts.reason.trim() === '') {
       throw new CliUsageError('--reason: must not be empty');
     }
