@@ -19,8 +19,15 @@ export class ResendError extends Error {
 
 /** Whether `err` is a {@link ResendError}, by `instanceof` or by name. */
 export function isResendError(err: unknown): err is ResendError {
-  return (
-    err instanceof ResendError ||
-    (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'ResendError')
-  );
+  try {
+    return (
+      err instanceof ResendError ||
+      (typeof err === 'object' &&
+        err !== null &&
+        (err as { name?: unknown }).name === 'ResendError')
+    );
+  } catch {
+    // A revoked Proxy or a throwing `name` getter is not one of ours.
+    return false;
+  }
 }
