@@ -9,7 +9,7 @@
  * on 127.0.0.1:6379 (REDIS_URL), a fresh queue per case.
  *
  * Run: `node --import tsx bench/webhook-recover.bench.ts [--dead 5000]
- * [--live 2000] [--endpoints 20] [--window-ms 10000] [--rate 1000]`.
+ * [--live 2000] [--endpoints 20] [--window-ms 10000] [--rate 1000] [--rounds 1]`.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     endpoints: { type: 'string', default: '20' },
     'window-ms': { type: 'string', default: '10000' },
     rate: { type: 'string', default: '1000' },
+    rounds: { type: 'string', default: '1' },
   },
 });
 const deadCount = Number(values.dead);
@@ -37,6 +38,7 @@ const liveCount = Number(values.live);
 const endpoints = Number(values.endpoints);
 const windowMs = Number(values['window-ms']);
 const rate = Number(values.rate);
+const rounds = Number(values.rounds);
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
   maxRetriesPerRequest: null,
@@ -135,7 +137,13 @@ async function runCase(kind: 'none' | 'lane' | 'wait-list') {
 
 const machine = await describeMachine(redis);
 const rows = [];
-for (const kind of ['none', 'lane', 'wait-list'] as const) rows.push(await runCase(kind));
+// Rounds alternate the cases, so that the load of the shared machine falls on each alike.
+for (let round = 1; round <= rounds; round++)
+  for (const kind of ['none', 'lane', 'wait-list'] as const) {
+    const row = { round, ...(await runCase(kind)) };
+    process.stderr.write(`${JSON.stringify(row)}\n`);
+    rows.push(row);
+  }
 process.stdout.write(
   JSON.stringify(
     {

@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isResendError } from '../../src/errors/resend-error.js';
+import { requeueKeys } from '../../src/redis/keys.js';
 import { DeadLetterQueue } from '../../src/scheduler/dlq/dead-letter-queue.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
 import { retryJobNow } from '../../src/scheduler/retry-now.js';
@@ -218,8 +219,9 @@ describe('recover', () => {
     // No worker runs: the recovery and the live deliveries wait together.
     const recovered = await recoverEndpoint(dlq, 'ep-a', { since: 0, ratePerSec: 1_000 });
     expect(recovered).toMatchObject({ done: 20 });
-    const lane = await redis.hget(jobKey(redis, name, '%7Eep-a/dead-0'), 'rqd');
-    expect(lane).toBe(recoverLane('ep-a'));
+    // The lane is a key of fair dispatch; each job keeps its endpoint as its own key (parking).
+    expect(await redis.zscore(requeueKeys(name).fair, recoverLane('ep-a'))).not.toBeNull();
+    expect(await redis.hget(jobKey(redis, name, '%7Eep-a/dead-0'), 'rqd')).toBe('ep-a');
     for (let i = 0; i < 5; i++) {
       await send(queue, 'ep-a', '/lane-a', `live-a-${i}`);
       await send(queue, 'ep-b', '/lane-b', `live-b-${i}`);

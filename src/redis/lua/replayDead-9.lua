@@ -13,9 +13,9 @@
   A parent that died for its child waits for its children again.
   With a lane (ARGV[4] not empty) a job comes back not to the wait list,
   which BullMQ serves before every keyed job, but into the 'prioritized'
-  set under the lane as its dispatch key, at the lane's fair turn (cost
-  ARGV[5]: a light lane, such as a webhook endpoint's recovery, takes few
-  turns while live keys wait, and every turn while none do).
+  set at the lane's fair turn (cost ARGV[5]: a light lane, such as a
+  webhook endpoint's recovery, takes few turns while live keys wait, and
+  every turn while none do). The job keeps its own dispatch key (`rqd`).
 
   KEYS[1] DLQ index   KEYS[2] wait list   KEYS[3] meta   KEYS[4] active list
   KEYS[5] marker      KEYS[6] events stream
@@ -85,7 +85,9 @@ for i = 6, #ARGV, 4 do
         rcall('ZADD', ARGV[2] .. 'waiting-children', ARGV[3], target)
         rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting-children', 'jobId', target)
       elseif lane ~= '' then
-        rcall('HSET', jobKey, 'priority', 1, 'rqd', lane)
+        -- Its `rqd` stays its own dispatch key (the endpoint): parking a
+        -- saturated endpoint sweeps its recovered jobs with its live ones.
+        rcall('HSET', jobKey, 'priority', 1)
         fairPlace(KEYS[7], KEYS[8], KEYS[9], target, lane, ARGV[5])
         rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting', 'jobId', target)
         added = true

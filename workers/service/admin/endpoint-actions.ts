@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isResendError } from '../../../src/errors/resend-error.js';
-import { retryJobNow } from '../../../src/scheduler/retry-now.js';
 import { recoverEndpoint, resendMessage } from '../../webhook/recovery.js';
 import { HttpError } from '../http.js';
 import type { AdminPluginOptions, QueueStores } from './context.js';
-import { endpointParams, jobParams, parseTime, time } from './schemas.js';
+import { endpointParams, parseTime, time } from './schemas.js';
 
 const resendBody = z.strictObject({
   message: z.string().min(1).max(256).describe('the message (event) id'),
@@ -23,18 +22,6 @@ const recoverBody = z
     path: ['until'],
   });
 
-const retryNowBody = z
-  .strictObject({
-    attemptsStarted: z
-      .number()
-      .int()
-      .min(0)
-      .max(1_000_000)
-      .optional()
-      .describe('the attempts started the caller saw; the move happens only while they are so'),
-  })
-  .prefault({});
-
 /** A recovery running in this process: its progress, polled by the dashboard. */
 interface Running {
   done: number;
@@ -44,14 +31,13 @@ interface Running {
 }
 
 /**
- * Resend, recover and retry-now (issue 24, item 5), the library's fenced
- * moves: `POST …/endpoints/:id/resend` adds a resend of a delivered message;
+ * Resend and recover (issue 24, item 5), the library's fenced moves:
+ * `POST …/endpoints/:id/resend` adds a resend of a delivered message;
  * `POST …/endpoints/:id/recover` counts (`dryRun`) or starts bringing back
  * the endpoint's dead deliveries in its own lane, rate-limited, and answers
- * at once (202; `GET` the same path for its progress); `POST
- * …/deliveries/:id/retry-now` runs a scheduled retry now, fenced by its
- * attempt. A recovery still running when the service closes stops after its
- * batch (a rerun finishes it).
+ * at once (202; `GET` the same path for its progress). A recovery still
+ * running when the service closes stops after its batch (a rerun finishes
+ * it). Retry-now is `retry-now.ts`.
  */
 export const endpointActionsRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (
   api,
@@ -156,33 +142,6 @@ export const endpointActionsRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = 
       const state = running.get(`${q.name}\n${request.params.endpointId}`);
       if (!state) throw new HttpError(404, `no recovery of ${request.params.endpointId} here`);
       return { endpointId: request.params.endpointId, ...state };
-    },
-  );
-
-  api.post(
-    '/queues/:queue/deliveries/:id/retry-now',
-    {
-      schema: {
-        summary: 'Run a scheduled retry now, only while it is still that retry at that attempt',
-        params: jobParams,
-        body: retryNowBody,
-      },
-    },
-    async (request) => {
-      const q = ctx.storesOf(request.params.queue);
-      const outcome = await retryJobNow(ctx.options.redis, q.name, request.params.id, {
-        prefix: q.prefix,
-        ...(request.body.attemptsStarted !== undefined
-          ? { attemptsStarted: request.body.attemptsStarted }
-          : {}),
-      });
-      if (outcome.result === 'not-found')
-        throw new HttpError(404, `no job "${request.params.id}" in ${q.name}`);
-      if (outcome.result !== 'moved')
-        throw new HttpError(409, `job ${outcome.id} was not moved: ${outcome.result}`, {
-          result: outcome.result,
-        });
-      return outcome;
     },
   );
 };

@@ -10,6 +10,7 @@ import { dlqRoutes } from './dlq.js';
 import { endpointsRoutes } from './endpoints.js';
 import { endpointRegistryRoutes } from './endpoint-registry.js';
 import { endpointActionsRoutes } from './endpoint-actions.js';
+import { retryNowRoutes } from './retry-now.js';
 import { jobsRoutes } from './jobs.js';
 import { queuesRoutes } from './queues.js';
 import { scheduleRoutes } from './schedule.js';
@@ -26,6 +27,7 @@ const resources = [
   endpointsRoutes,
   endpointRegistryRoutes,
   endpointActionsRoutes,
+  retryNowRoutes,
   deliveriesRoutes,
 ] as const;
 

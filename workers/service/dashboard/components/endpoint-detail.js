@@ -49,7 +49,7 @@ export function EndpointDetail({ queue, endpointId, tick, onError, ask, refresh 
     if (job.where !== 'delayed') return refresh(`${e.messageId} is not waiting for a retry now`);
     ask({
       title: `Retry ${e.messageId} to ${endpointId} now?`,
-      message: `Due ${time(job.nextAttemptAt)}; it runs at once, only if it is still that retry (attempt ${job.attemptsStarted + 1}).`,
+      message: `Due ${time(job.nextAttemptAt)}. It runs at once — only if it is still the retry shown here (none has run or been put back since).`,
       verb: 'Retry now',
       action: async () => {
         try {
