@@ -89,7 +89,7 @@ export const defaultRecoverWeight = 0.01;
 /** Dead deliveries a recovery moves back per second, unless told. */
 export const defaultRecoverRatePerSec = 100;
 
-/** The fair-dispatch lane an endpoint's recovered deliveries wait in (no endpoint id has a `/`). */
+/** The fair-dispatch lane an endpoint's recovered deliveries take their turns in (no endpoint id has a `/`). */
 export function recoverLane(endpointId: string): string {
   return `recover/${endpointId}`;
 }
@@ -119,9 +119,11 @@ export type RecoverResult =
  * Brings back every dead delivery of `endpointId` that died in
  * [`since`, `until`): the DLQ's replay (each record moves only if it is
  * still the death read; one that dies again meanwhile is left alone), at
- * most `ratePerSec`, into the lane {@link recoverLane} — its own dispatch
- * key of low weight, so live deliveries of the same and other endpoints
- * take their turns first while recovered ones wait. A dry run only counts.
+ * most `ratePerSec`, into the lane {@link recoverLane} — a fair-dispatch
+ * key of low weight that gives them their turns (each keeps its endpoint as
+ * its own key, so parking a saturated endpoint sweeps them with its live
+ * ones), so live deliveries of the same and other endpoints take their
+ * turns first while recovered ones wait. A dry run only counts.
  */
 export async function recoverEndpoint(
   dlq: DeadLetterQueue,

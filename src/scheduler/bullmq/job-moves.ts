@@ -218,8 +218,9 @@ export interface ReplayRef {
 
 /**
  * A lane a replay puts jobs in instead of the wait list (which BullMQ serves
- * before every keyed job): a dispatch key of fair dispatch and its cost
- * (1 / weight), so the replayed jobs take their fair share of turns and no more.
+ * before every keyed job): a key of fair dispatch and its cost (1 / weight),
+ * so the replayed jobs take that key's fair share of turns and no more (each
+ * keeps its own dispatch key for parking).
  */
 export interface ReplayLane {
   key: string;
