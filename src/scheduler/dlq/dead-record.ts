@@ -64,8 +64,13 @@ export interface DeadRef {
 
 /** The fields of a dead record's hash that make up a {@link DeadJobRecord}, in {@link parseRecord}'s order. */
 export const recordFields = ['name', 'data', 'opts', 'rq', 'rql', 'gen', 'dead'] as const;
-/** The fields a filter needs, in {@link parseRef}'s order. */
+/** The fields a filter needs, in {@link parseRef}'s order (`opts` only when it selects by tags). */
 export const filterFields = ['name', 'gen', 'dead', 'opts'] as const;
+
+/** The {@link filterFields} `filter` needs: a job's options are read only to match its tags. */
+export function fieldsFor(filter: DeadJobFilter): readonly string[] {
+  return filter.tags === undefined ? filterFields.slice(0, 3) : filterFields;
+}
 
 /** An `HMGET` reply: one value per field asked, `null` where absent. */
 export type RawFields = readonly (string | null)[] | undefined;
