@@ -34,6 +34,7 @@ import { createRedis } from '../src/redis/connection.js';
 import { freePort, startRedisServer } from '../src/redis/redis-server.js';
 import { describeMachine, type Machine } from './support/machine.js';
 import { writeResultsSection } from './support/results-file.js';
+import { renderFanout, runFanout } from './webhook-fanout.js';
 import { describeRevision } from './support/revision.js';
 
 const usage = `Usage: node --import tsx bench/webhooks.bench.ts [options]
@@ -50,6 +51,10 @@ const usage = `Usage: node --import tsx bench/webhooks.bench.ts [options]
   --dry-run               do not write the results file
   --json                  the report as JSON on stdout (the tables go to stderr)
   --render <json>         rewrite the results section from a saved --json report (no run)
+  --fanout <n>            also fan one message out to n registered endpoints, the delivery
+                          log off and on: time to the last delivery, the log's cost per
+                          delivery (default 1000; 0 skips it)
+  --only-fanout           run only the fan-out
 `;
 
 const caseIds = ['baseline', 'refused', '503', '429', 'hanging', 'flaky'] as const;
@@ -88,6 +93,8 @@ interface Options {
   retryAfterS: number;
   resultsPath: string | undefined;
   json: boolean;
+  fanout: number;
+  onlyFanout: boolean;
 }
 
 function parseOptions(argv: string[]): Options | 'help' | { render: string; resultsPath: string } {
@@ -106,6 +113,8 @@ function parseOptions(argv: string[]): Options | 'help' | { render: string; resu
       'dry-run': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       render: { type: 'string' },
+      fanout: { type: 'string', default: '1000' },
+      'only-fanout': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -139,6 +148,8 @@ function parseOptions(argv: string[]): Options | 'help' | { render: string; resu
     retryAfterS: whole(values['retry-after'], 'retry-after'),
     resultsPath: values['dry-run'] ? undefined : values.results,
     json: values.json,
+    fanout: whole(values.fanout, 'fanout', 0),
+    onlyFanout: values['only-fanout'],
   };
 }
 
@@ -761,6 +772,15 @@ async function main(): Promise<void> {
     const revision = describeRevision(['src', 'workers']);
     log(`redis ${machine.redis} at ${server.url}; child logs in ${logDir}`);
     const results: CaseResult[] = [];
+    if (options.fanout > 0) {
+      const fanout = await runFanout(server.url, admin, options.fanout);
+      const context = `\`${commandLine()}\`, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${machine.cpuModel} × ${machine.cores} cores, Node ${machine.node}, Redis ${machine.redis} (a private server), load average ${machine.loadAverage.toFixed(1)} at the start; one webhook worker in the bench's process with its defaults, a loopback receiver, each of the ${options.fanout.toLocaleString('en-US')} endpoints registered with no type filter.`;
+      const body = renderFanout(fanout, context);
+      process.stdout.write(`${body}\n`);
+      if (options.resultsPath !== undefined)
+        await writeResultsSection(options.resultsPath, 'webhooks-fanout', body);
+      if (options.onlyFanout) return;
+    }
     for (const mode of options.modes)
       for (const caseId of options.cases) {
         await admin.flushall();

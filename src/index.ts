@@ -21,8 +21,12 @@ export type {
   BulkOptions,
   BulkProgress,
   ReplayResult,
+  ReplayOptions,
+  ReplayLane,
   RetentionResult,
 } from './scheduler/dlq/dead-letter-queue.js';
+export { retryJobNow } from './scheduler/retry-now.js';
+export type { RetryNowOptions, RetryNowOutcome, RetryNowResult } from './scheduler/retry-now.js';
 export type { WorkerEvents } from './scheduler/events.js';
 export type { AttemptRecord, JobState } from './policy/job-state.js';
 export { RequeueMetrics, type RequeueMetricsOptions } from './scheduler/metrics.js';

@@ -50,3 +50,11 @@ export function parseNumberFlag(
   if (n > max) throw new CliUsageError(`${flag}: must be ≤ ${max}, got ${value}`);
   return n;
 }
+
+/** Parses a time flag: an ISO 8601 date or milliseconds since the epoch, naming the flag. */
+export function parseTimeFlag(flag: string, value: string): number {
+  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(ms))
+    throw new CliUsageError(`${flag}: expected an ISO date or milliseconds, got "${value}"`);
+  return ms;
+}

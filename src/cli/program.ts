@@ -35,7 +35,10 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
     }
     checkNotEmpty(command);
     command.registeredArguments.forEach((argument, index) => {
-      if (argument.name() === 'queue') parseQueueName(command.processedArgs[index], '<queue>');
+      const value: unknown = command.processedArgs[index];
+      // An optional `[queue]` left out (`endpoint list --queue q`) is its command's to default.
+      if (argument.name() === 'queue' && (argument.required || value !== undefined))
+        parseQueueName(value, '<queue>');
     });
   });
   return program;

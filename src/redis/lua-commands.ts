@@ -355,7 +355,8 @@ export async function ratioBudget(
 /** Replays dead jobs: a flat list of id, where it went ('' when it did not). */
 export async function replayDead(
   redis: RedisClient,
-  keys: [dead: string, wait: string, meta: string, active: string, marker: string, events: string],
+  // prettier-ignore
+  keys: [dead: string, wait: string, meta: string, active: string, marker: string, events: string, prioritized: string, pc: string, fair: string],
   args: readonly Arg[],
 ): Promise<string[]> {
   const reply = await run(redis, 'replayDead', keys, args);

@@ -3,7 +3,7 @@
  * upgrade (issue 23 item 1): the position of `finishedOn`'s time in
  * `moveToFinished`'s arguments (`redis-time-fetch.ts`), the `handleFailed`
  * path `BullWorker` overrides (`bull-worker.ts`), and the job hash fields
- * BullMQ writes per attempt that replay clears (`replayDead-6.lua`).
+ * BullMQ writes per attempt that replay clears (`replayDead-9.lua`).
  */
 import { readFileSync } from 'node:fs';
 import { DelayedError, Job, Queue, Worker } from 'bullmq';
@@ -150,7 +150,7 @@ describe('BullMQ internals requeue rewrites or overrides', () => {
       expect.arrayContaining(['atm', 'ats', 'failedReason', 'finishedOn', 'processedOn']),
     );
     const script = readFileSync(
-      new URL('../../src/redis/lua/replayDead-6.lua', import.meta.url),
+      new URL('../../src/redis/lua/replayDead-9.lua', import.meta.url),
       'utf8',
     );
     const hdel = /rcall\('HDEL', jobKey,([^)]*)\)/.exec(script);

@@ -65,4 +65,16 @@ export type { EndpointWriteOptions } from './endpoints.js';
 export { defaultMaxPayloadBytes, messageSchema, sendMessage } from './messages.js';
 export type { MessageInput, SendMessageOptions, SentMessage } from './messages.js';
 export { webhookRetryPolicy } from '../../src/policy/webhook-policy.js';
+export {
+  defaultRecoverRatePerSec,
+  defaultRecoverWeight,
+  maxResends,
+  recoverEndpoint,
+  recoverLane,
+  resendMessage,
+} from './recovery.js';
+export type { RecoverOptions, RecoverResult, Resent, ResendOptions } from './recovery.js';
+export { resendJobKey } from './webhook-job.js';
+export { ResendError, isResendError } from '../../src/errors/resend-error.js';
+export type { ResendErrorCode } from '../../src/errors/resend-error.js';
 export type { EndpointRegistryErrorCode } from '../../src/errors/endpoint-registry-error.js';

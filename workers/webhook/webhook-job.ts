@@ -61,6 +61,11 @@ export function webhookJobKey(job: Pick<WebhookJobInput, 'endpoint' | 'event'>):
   return `${job.endpoint.id}/${job.event.id}`;
 }
 
+/** The idempotency key of the `n`th resend of a delivery ({@link EnqueueWebhookOptions.resend}). */
+export function resendJobKey(job: Pick<WebhookJobInput, 'endpoint' | 'event'>, n: number): string {
+  return `${webhookJobKey(job)}.resend-${n}`;
+}
+
 /** Options of {@link enqueueWebhook}. */
 export interface EnqueueWebhookOptions extends Omit<AddOptions, 'idempotencyKey' | 'dispatchKey'> {
   /** Stamps `event.timestamp` when the job has none. @defaultValue the system clock */
@@ -72,6 +77,11 @@ export interface EnqueueWebhookOptions extends Omit<AddOptions, 'idempotencyKey'
    * @defaultValue `endpoint.id`
    */
   dispatchKey?: string | false;
+  /**
+   * A resend of a delivered message: its own job, keyed
+   * `<endpoint>/<message>.resend-<n>` (a message id has no `.`), with its own history.
+   */
+  resend?: number;
 }
 
 /**
@@ -84,7 +94,7 @@ export interface EnqueueWebhookOptions extends Omit<AddOptions, 'idempotencyKey'
 export async function enqueueWebhook(
   queue: RequeueQueue<WebhookJob> | RequeueQueue<unknown>,
   job: WebhookJobInput,
-  { clock = systemClock, dispatchKey, ...options }: EnqueueWebhookOptions = {},
+  { clock = systemClock, dispatchKey, resend, ...options }: EnqueueWebhookOptions = {},
 ): Promise<AddedJob> {
   const data = parseConfig(webhookJobSchema, job, 'webhook');
   data.event.timestamp ??= new Date(clock.now()).toISOString();
@@ -93,8 +103,13 @@ export async function enqueueWebhook(
     data.event.type,
     data,
     Object.assign({}, options, {
-      idempotencyKey: webhookJobKey(data),
-      tags: Object.assign({}, options.tags, { endpoint: data.endpoint.id }),
+      idempotencyKey: resend === undefined ? webhookJobKey(data) : resendJobKey(data, resend),
+      tags: Object.assign(
+        {},
+        options.tags,
+        { endpoint: data.endpoint.id },
+        resend !== undefined && { resend: String(resend) },
+      ),
       ...(dispatchKey !== false && { dispatchKey: dispatchKey ?? data.endpoint.id }),
     }),
   );

@@ -5,7 +5,7 @@ import {
   type DeadJobFilter,
   type DeadJobRecord,
 } from '../../scheduler/dlq/dead-letter-queue.js';
-import { CliUsageError, parseNumberFlag } from '../cli-error.js';
+import { CliUsageError, parseNumberFlag, parseTimeFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { ProgressBar } from '../progress.js';
 import { requireKnownQueue } from '../known-queue.js';
@@ -228,8 +228,8 @@ function toFilter(opts: FilterFlags): DeadJobFilter {
     filter.reason = opts.reason as DeadReason;
   }
   if (opts.name !== undefined) filter.name = opts.name;
-  if (opts.since !== undefined) filter.since = parseTime('--since', opts.since);
-  if (opts.until !== undefined) filter.until = parseTime('--until', opts.until);
+  if (opts.since !== undefined) filter.since = parseTimeFlag('--since', opts.since);
+  if (opts.until !== undefined) filter.until = parseTimeFlag('--until', opts.until);
   return filter;
 }
 
@@ -240,13 +240,6 @@ function toBulkFilter(opts: FilterFlags): DeadJobFilter {
     throw new CliUsageError('give --id <id>, --reason <reason> or --all');
   }
   return filter;
-}
-
-function parseTime(flag: string, value: string): number {
-  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(ms))
-    throw new CliUsageError(`${flag}: expected an ISO date or milliseconds, got "${value}"`);
-  return ms;
 }
 
 /** {@link withDlq} for a command that reads: an unknown queue is refused (exit code 2). */

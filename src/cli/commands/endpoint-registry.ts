@@ -10,12 +10,10 @@ import { createEndpoint, updateEndpoint } from '../../../workers/webhook/endpoin
 import { CliUsageError, parseJsonFlag, parseNumberFlag } from '../cli-error.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { printTable, truncate } from '../table.js';
-
-/** The queue `create|update|show|delete` act on unless `--queue` says: the webhook worker's default. */
-const defaultQueue = 'webhooks';
+import { queueAndId, withQueueAndId } from './endpoint-args.js';
 
 interface FieldFlags {
-  queue: string;
+  queue?: string;
   url?: string;
   types?: string;
   secret: string[];
@@ -76,7 +74,6 @@ function fieldsOf(flags: FieldFlags): EndpointUpdate {
 function withFieldFlags(command: Command): Command {
   return withRedisOption(
     command
-      .option('--queue <queue>', 'webhook queue', defaultQueue)
       .option('--url <url>', 'http(s) URL deliveries are POSTed to')
       .option('--types <list>', 'event types it subscribes to, comma-separated; "a.*" for a prefix')
       .option(
@@ -137,69 +134,88 @@ function printEndpoint(view: Record<string, unknown>, json: boolean | undefined)
  */
 export function registerEndpointRegistry(endpoint: Command): void {
   withFieldFlags(
-    endpoint
-      .command('create')
-      .description('Register a webhook endpoint: URL, secrets, subscribed types, rate limit')
-      .argument('<id>', 'endpoint id'),
-  ).action(async (id: string, flags: FieldFlags) => {
+    withQueueAndId(
+      endpoint
+        .command('create')
+        .description('Register a webhook endpoint: URL, secrets, subscribed types, rate limit'),
+    ),
+  ).action(async (first: string, second: string | undefined, flags: FieldFlags) => {
+    const { queue, id } = queueAndId(first, second, flags.queue);
     if (flags.url === undefined) throw new CliUsageError('--url: required');
     const fields = fieldsOf(flags) as EndpointFieldsInput;
     await withRegistry(flags, async (registry) => {
-      const record = await createEndpoint(registry, flags.queue, id, fields, {
+      const record = await createEndpoint(registry, queue, id, fields, {
         allowPrivate: flags.allowPrivate === true,
       });
       if (flags.json) printEndpoint(endpointView(record), true);
-      else process.stdout.write(`created ${id} in ${flags.queue}\n`);
+      else process.stdout.write(`created ${id} in ${queue}\n`);
     });
   });
 
   withFieldFlags(
-    endpoint
-      .command('update')
-      .description('Change the given fields of an endpoint (secrets: the whole list)')
-      .argument('<id>', 'endpoint id')
-      .option('--clear <fields>', 'fields to remove, comma-separated (e.g. rateLimit,types)'),
-  ).action(async (id: string, flags: FieldFlags & { clear?: string }) => {
-    const fields = fieldsOf(flags);
-    for (const name of (flags.clear ?? '').split(',').filter(Boolean))
-      (fields as Record<string, unknown>)[name.trim()] = null;
-    if (Object.keys(fields).length === 0) throw new CliUsageError('nothing to change: give a flag');
-    await withRegistry(flags, async (registry) => {
-      const record = await updateEndpoint(registry, flags.queue, id, fields, {
-        allowPrivate: flags.allowPrivate === true,
+    withQueueAndId(
+      endpoint
+        .command('update')
+        .description('Change the given fields of an endpoint (secrets: the whole list)'),
+    ).option('--clear <fields>', 'fields to remove, comma-separated (e.g. rateLimit,types)'),
+  ).action(
+    async (first: string, second: string | undefined, flags: FieldFlags & { clear?: string }) => {
+      const { queue, id } = queueAndId(first, second, flags.queue);
+      const fields = fieldsOf(flags);
+      for (const name of (flags.clear ?? '').split(',').filter(Boolean))
+        (fields as Record<string, unknown>)[name.trim()] = null;
+      if (Object.keys(fields).length === 0)
+        throw new CliUsageError('nothing to change: give a flag');
+      await withRegistry(flags, async (registry) => {
+        const record = await updateEndpoint(registry, queue, id, fields, {
+          allowPrivate: flags.allowPrivate === true,
+        });
+        if (flags.json) printEndpoint(endpointView(record), true);
+        else process.stdout.write(`updated ${id} in ${queue}\n`);
       });
-      if (flags.json) printEndpoint(endpointView(record), true);
-      else process.stdout.write(`updated ${id} in ${flags.queue}\n`);
-    });
-  });
+    },
+  );
 
   withRedisOption(
-    endpoint
-      .command('show')
-      .description('Print one endpoint (secrets and secret headers blanked)')
-      .argument('<id>', 'endpoint id')
-      .option('--queue <queue>', 'webhook queue', defaultQueue)
-      .option('--json', 'print it as JSON'),
-  ).action(async (id: string, flags: { queue: string; json?: boolean; redis?: string }) => {
-    await withRegistry(flags, async (registry) => {
-      const record = await registry.get(flags.queue, id);
-      if (!record) throw new CliUsageError(`no endpoint "${id}" in ${flags.queue}`);
-      printEndpoint(endpointView(record), flags.json);
-    });
-  });
+    withQueueAndId(
+      endpoint
+        .command('show')
+        .description('Print one endpoint (secrets and secret headers blanked)'),
+    ).option('--json', 'print it as JSON'),
+  ).action(
+    async (
+      first: string,
+      second: string | undefined,
+      flags: { queue?: string; json?: boolean; redis?: string },
+    ) => {
+      const { queue, id } = queueAndId(first, second, flags.queue);
+      await withRegistry(flags, async (registry) => {
+        const record = await registry.get(queue, id);
+        if (!record) throw new CliUsageError(`no endpoint "${id}" in ${queue}`);
+        printEndpoint(endpointView(record), flags.json);
+      });
+    },
+  );
 
   withRedisOption(
-    endpoint
-      .command('delete')
-      .description('Remove an endpoint: its waiting deliveries dead-letter as endpoint-disabled')
-      .argument('<id>', 'endpoint id')
-      .option('--queue <queue>', 'webhook queue', defaultQueue),
-  ).action(async (id: string, flags: { queue: string; redis?: string }) => {
-    await withRegistry(flags, async (registry) => {
-      const removed = await registry.delete(flags.queue, id);
-      process.stdout.write(removed ? `deleted ${id}\n` : `no endpoint "${id}"; nothing to do\n`);
-    });
-  });
+    withQueueAndId(
+      endpoint
+        .command('delete')
+        .description('Remove an endpoint: its waiting deliveries dead-letter as endpoint-disabled'),
+    ),
+  ).action(
+    async (
+      first: string,
+      second: string | undefined,
+      flags: { queue?: string; redis?: string },
+    ) => {
+      const { queue, id } = queueAndId(first, second, flags.queue);
+      await withRegistry(flags, async (registry) => {
+        const removed = await registry.delete(queue, id);
+        process.stdout.write(removed ? `deleted ${id}\n` : `no endpoint "${id}"; nothing to do\n`);
+      });
+    },
+  );
 }
 
 /** `requeue endpoint list <queue> --registered`: the registered endpoints, one row each. */

@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import { EndpointStore } from '../../redis/endpoint-store.js';
 import { CliUsageError } from '../cli-error.js';
 import { listRegistered, registerEndpointRegistry } from './endpoint-registry.js';
+import { registerEndpointActions } from './endpoint-actions.js';
+import { defaultEndpointQueue, queueAndId, queueOf, withQueueAndId } from './endpoint-args.js';
 import { withCliRedis, withRedisOption } from '../connection-flag.js';
 import { requireKnownQueue } from '../known-queue.js';
 import type { RedisClient } from '../../redis/connection.js';
@@ -11,22 +13,30 @@ import { redactOptionsFromEnv } from '../../config/env.js';
 
 /**
  * `requeue endpoint list|enable|disable`: the webhook endpoints a queue will
- * not deliver to; `create|update|show|delete` (`endpoint-registry.ts`).
+ * not deliver to; `create|update|show|delete` (`endpoint-registry.ts`);
+ * `resend|recover` (`endpoint-actions.ts`). Every one takes the queue either
+ * way: `<queue> <id>` (the older positional form) or `<id> --queue <queue>`
+ * (default `webhooks`; `endpoint-args.ts`).
  */
 export function registerEndpoint(program: Command): void {
   const endpoint = program
     .command('endpoint')
-    .description('Create, update, show, delete, list, enable and disable webhook endpoints');
+    .description(
+      'Create, update, show, delete, list, enable, disable, resend to and recover webhook endpoints',
+    );
   registerEndpointRegistry(endpoint);
+  registerEndpointActions(endpoint);
 
   withRedisOption(
     endpoint
       .command('list')
       .description('List the disabled endpoints of a queue, most recent first')
-      .argument('<queue>', 'webhook queue name')
+      .argument('[queue]', `webhook queue name (or --queue; default: ${defaultEndpointQueue})`)
+      .option('--queue <queue>', 'webhook queue, as the positional one')
       .option('--json', 'print an array of {endpointId, reason, disabledAt} as JSON')
       .option('--registered', 'list the registered endpoints (URL, types, rate) instead'),
-  ).action(async (queue: string, opts) => {
+  ).action(async (positional: string | undefined, opts) => {
+    const queue = queueOf(positional, opts.queue);
     if (opts.registered) return listRegistered(queue, opts);
     await withStore(opts, async (store, redis) => {
       await requireKnownQueue(redis, queue);
@@ -51,15 +61,16 @@ export function registerEndpoint(program: Command): void {
   });
 
   withRedisOption(
-    endpoint
-      .command('enable')
-      .description(
-        'Deliver to a disabled endpoint again (jobs already dead-lettered stay in the DLQ)',
-      )
-      .argument('<queue>', 'webhook queue name')
-      .argument('<endpointId>', 'endpoint id'),
-  ).action(async (queue: string, endpointId: string, opts) => {
-    checkId(endpointId);
+    withQueueAndId(
+      endpoint
+        .command('enable')
+        .description(
+          'Deliver to a disabled endpoint again (jobs already dead-lettered stay in the DLQ)',
+        ),
+      'endpointId',
+    ),
+  ).action(async (first: string, second: string | undefined, opts) => {
+    const { queue, id: endpointId } = queueAndId(first, second, opts.queue, 'endpointId');
     await withStore(opts, async (store) => {
       const was = await store.enable(queue, endpointId);
       process.stdout.write(
@@ -69,14 +80,14 @@ export function registerEndpoint(program: Command): void {
   });
 
   withRedisOption(
-    endpoint
-      .command('disable')
-      .description('Stop delivering to an endpoint: its jobs dead-letter as endpoint-disabled')
-      .argument('<queue>', 'webhook queue name')
-      .argument('<endpointId>', 'endpoint id')
-      .option('--reason <reason>', 'why, kept with the entry', 'disabled by an operator'),
-  ).action(async (queue: string, endpointId: string, opts) => {
-    checkId(endpointId);
+    withQueueAndId(
+      endpoint
+        .command('disable')
+        .description('Stop delivering to an endpoint: its jobs dead-letter as endpoint-disabled'),
+      'endpointId',
+    ).option('--reason <reason>', 'why, kept with the entry', 'disabled by an operator'),
+  ).action(async (first: string, second: string | undefined, opts) => {
+    const { queue, id: endpointId } = queueAndId(first, second, opts.queue, 'endpointId');
     if (typeof opts.reason !== 'string' || opts.reason.trim() === '') {
       throw new CliUsageError('--reason: must not be empty');
     }
@@ -87,10 +98,6 @@ export function registerEndpoint(program: Command): void {
       );
     });
   });
-}
-
-function checkId(endpointId: string): void {
-  if (endpointId.trim() === '') throw new CliUsageError('<endpointId>: must not be empty');
 }
 
 async function withStore<T>(

@@ -16,6 +16,7 @@ const commands: Record<string, () => Promise<Register>> = {
   stats: async () => (await import('./stats.js')).registerStats,
   dlq: async () => (await import('./dlq.js')).registerDlq,
   endpoint: async () => (await import('./endpoint.js')).registerEndpoint,
+  'retry-now': async () => (await import('./retry-now.js')).registerRetryNow,
   breaker: async () => (await import('./breaker.js')).registerBreaker,
   limits: async () => (await import('./limits.js')).registerLimits,
   doctor: async () => (await import('./doctor.js')).registerDoctor,

@@ -2,11 +2,7 @@
   Fair dispatch across keys (start-time fair queuing, Goyal et al. 1996),
   on BullMQ's own 'prioritized' sorted set: run in the same MULTI as the
   BullMQ add of a keyed job (priority 1), it moves the job from the place
-  BullMQ gave it to its key's turn.
-    V   = the head's score in the set minus 2^32 (the virtual time; 0 when empty)
-    S   = max(V, F[key])   the job's start tag
-    F   = S + cost         the key's finish tag (cost = 1 / weight)
-    score = 2^32 + S       (BullMQ scores a priority-1 job 2^32 + its counter)
+  BullMQ gave it to its key's turn (the formula: includes/fairPlace.lua).
   Keys whose F <= V are dropped (a new job of theirs starts at V anyway), and
   all of them when the set is empty: per-key state lives only while needed.
   BullMQ's counter is set to floor(V), so the jobs BullMQ itself puts back
@@ -19,21 +15,10 @@
   ARGV[1] job id   ARGV[2] dispatch key   ARGV[3] cost (1 / weight)
   Returns 1 when the job was stamped, 0 when it was left alone.
 ]]
+--- @include "includes/fairPlace"
 local rcall = redis.call
-local base = 4294967296
 if not rcall('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
 if rcall('HSETNX', KEYS[4], 'rqd', ARGV[2]) == 0 then return 0 end
 rcall('ZREM', KEYS[1], ARGV[1])
-local v = 0
-local head = rcall('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if head[2] then
-  v = math.max(0, tonumber(head[2]) - base)
-  rcall('ZREMRANGEBYSCORE', KEYS[3], '-inf', v)
-else
-  rcall('DEL', KEYS[3])
-end
-local s = math.max(v, tonumber(rcall('ZSCORE', KEYS[3], ARGV[2]) or '0'))
-rcall('ZADD', KEYS[3], s + tonumber(ARGV[3]), ARGV[2])
-rcall('ZADD', KEYS[1], base + s, ARGV[1])
-rcall('SET', KEYS[2], string.format('%d', math.floor(v)))
+fairPlace(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
 return 1

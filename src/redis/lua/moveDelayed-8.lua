@@ -20,8 +20,12 @@
   ARGV[3] the delayed score read  ARGV[4] the attempts made read
   ARGV[5] BullMQ's key prefix of the queue (`bull:<queue>:`)
 
+  A parked job (`rqp` = its delayed due time: it waits for its key's slot,
+  src/scheduler/bullmq/key-parking.ts) is not run now: -3 (the release of
+  its key's parked list is what runs it, in its turn).
+
   Returns 1 done, 0 not delayed any more, -1 delayed but changed since
-  read, -2 has a flow parent (delete only).
+  read, -2 has a flow parent (delete only), -3 parked (run now only).
 ]]
 local rcall = redis.call
 local id = ARGV[2]
@@ -32,6 +36,8 @@ local atm = rcall('HGET', KEYS[8], 'atm') or '0'
 if tonumber(atm) ~= tonumber(ARGV[4]) then return -1 end
 
 if ARGV[1] == 'promote' then
+  local parked = rcall('HGET', KEYS[8], 'rqp')
+  if parked and tonumber(parked) == math.floor(tonumber(score) / 4096) then return -3 end
   rcall('ZREM', KEYS[1], id)
   rcall('HSET', KEYS[8], 'delay', 0)
   local priority = tonumber(rcall('HGET', KEYS[8], 'priority')) or 0

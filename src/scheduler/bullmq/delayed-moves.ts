@@ -18,13 +18,16 @@ export type DelayedMoveResult =
   /** Still delayed, but rescheduled or retried since it was read. */
   | { kind: 'changed' }
   /** A flow child: deleting it is refused (its parent's bookkeeping is BullMQ's). */
-  | { kind: 'has-parent' };
+  | { kind: 'has-parent' }
+  /** Parked, waiting for its key's slot: run now is refused (its key's release runs it in turn). */
+  | { kind: 'parked' };
 
 const results: Record<number, DelayedMoveResult> = {
   1: { kind: 'done' },
   0: { kind: 'gone' },
   [-1]: { kind: 'changed' },
   [-2]: { kind: 'has-parent' },
+  [-3]: { kind: 'parked' },
 };
 
 /**

@@ -216,10 +216,21 @@ export interface ReplayRef {
 }
 
 /**
- * Moves dead records back into queue `queue`'s wait list, each in one step
- * fenced by its generation (`src/redis/lua/replayDead-6.lua`). Returns, per
- * record, the id it got in the queue, or `undefined` when it was skipped
- * (gone, or a newer death).
+ * A lane a replay puts jobs in instead of the wait list (which BullMQ serves
+ * before every keyed job): a key of fair dispatch and its cost (1 / weight),
+ * so the replayed jobs take that key's fair share of turns and no more (each
+ * keeps its own dispatch key for parking).
+ */
+export interface ReplayLane {
+  key: string;
+  cost: number;
+}
+
+/**
+ * Moves dead records back into queue `queue`'s wait list — or into `lane`
+ * — each in one step fenced by its generation (`src/redis/lua/replayDead-9.lua`).
+ * Returns, per record, the id it got in the queue, or `undefined` when it
+ * was skipped (gone, or a newer death).
  */
 export async function replayDeadJobs(
   redis: RedisClient,
@@ -227,15 +238,32 @@ export async function replayDeadJobs(
   refs: readonly ReplayRef[],
   now: number,
   prefix = 'bull',
+  lane?: ReplayLane,
 ): Promise<{ id: string; to: string | undefined }[]> {
   if (refs.length === 0) return [];
   const bull = bullKeys(queue, prefix);
   const rq = requeueKeys(queue);
-  const args: (string | number)[] = [rq.deadRecordPrefix, bull.prefix, now];
+  const args: (string | number)[] = [
+    rq.deadRecordPrefix,
+    bull.prefix,
+    now,
+    lane?.key ?? '',
+    lane?.cost ?? 1,
+  ];
   for (const ref of refs) args.push(ref.id, ref.gen, ref.want, ref.freshId);
   const reply = await lua.replayDead(
     redis,
-    [rq.dead, bull.wait, bull.meta, bull.active, bull.marker, bull.events],
+    [
+      rq.dead,
+      bull.wait,
+      bull.meta,
+      bull.active,
+      bull.marker,
+      bull.events,
+      bull.prioritized,
+      bull.pc,
+      rq.fair,
+    ],
     args,
   );
   const out: { id: string; to: string | undefined }[] = [];

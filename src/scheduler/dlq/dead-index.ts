@@ -3,8 +3,9 @@ import * as lua from '../../redis/lua-commands.js';
 import { lookupIds } from '../job-id.js';
 import {
   byTimeOnly,
-  filterFields,
+  fieldsFor,
   matchesFilter,
+  metaTags,
   parseRecord,
   parseRef,
   recordFields,
@@ -121,9 +122,10 @@ export class DeadIndex {
    * fields filters need are read. Records that cannot be read are skipped.
    */
   async *scan(filter: DeadJobFilter): AsyncGenerator<DeadRef> {
+    const fields = fieldsFor(filter);
     if (filter.id !== undefined) {
       const record = await this.find(filter.id);
-      if (record && matchesFilter(record, record, filter))
+      if (record && matchesFilter({ ...record, tags: metaTags(record.opts) }, record, filter))
         yield { id: record.id, gen: record.gen, name: record.name, death: record };
       return;
     }
@@ -155,7 +157,7 @@ export class DeadIndex {
         return;
       }
       const pipeline = this.redis.pipeline();
-      for (const [id] of entries) pipeline.hmget(this.keys.deadRecordPrefix + id, ...filterFields);
+      for (const [id] of entries) pipeline.hmget(this.keys.deadRecordPrefix + id, ...fields);
       const replies = (await pipeline.exec()) ?? [];
       for (let i = 0; i < entries.length; i += 1) {
         const [id, score] = entries[i]!;

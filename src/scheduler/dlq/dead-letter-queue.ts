@@ -9,7 +9,7 @@ import { bullPrefix, requeueKeys } from '../../redis/keys.js';
 import * as lua from '../../redis/lua-commands.js';
 import { parseConfig } from '../../util/parse-config.js';
 import { systemClock, type Clock } from '../../util/system.js';
-import { replayDeadJobs } from '../bullmq/job-moves.js';
+import { replayDeadJobs, type ReplayLane } from '../bullmq/job-moves.js';
 import { runBulk, type BulkOptions, type BulkProgress } from './bulk.js';
 import { DeadIndex, type DeadPage } from './dead-index.js';
 import { byTimeOnly, type DeadJobFilter, type DeadJobRecord } from './dead-record.js';
@@ -32,6 +32,17 @@ export {
 } from './dead-record.js';
 export { retentionSchema, type Retention, type RetentionResult } from './retention-pass.js';
 export type { BulkOptions, BulkProgress } from './bulk.js';
+export type { ReplayLane } from '../bullmq/job-moves.js';
+
+/** Options of {@link DeadLetterQueue.replay}. */
+export interface ReplayOptions extends BulkOptions {
+  /**
+   * Put the replayed jobs in this fair-dispatch lane instead of the wait
+   * list (which goes before every keyed job): a bulk recovery that must not
+   * starve live traffic.
+   */
+  lane?: ReplayLane;
+}
 
 export interface DeadLetterOptions {
   connection?: RedisLike;
@@ -119,7 +130,7 @@ export class DeadLetterQueue {
    * still the death that was read; a taken source id gives a fresh id.
    * Interrupted and run again, it replays what is left.
    */
-  async replay(filter: DeadJobFilter, options: BulkOptions = {}): Promise<ReplayResult> {
+  async replay(filter: DeadJobFilter, options: ReplayOptions = {}): Promise<ReplayResult> {
     const renamed: ReplayResult['renamed'] = [];
     const prefix = bullPrefix(this.sourceName, isCluster(this.redis), this.options.prefix);
     const progress = await runBulk(this.index.scan(filter), options, this.clock, async (refs) => {
@@ -130,6 +141,7 @@ export class DeadLetterQueue {
         want,
         this.clock.now(),
         prefix,
+        options.lane,
       );
       let done = 0;
       for (const { id, to } of moved) {

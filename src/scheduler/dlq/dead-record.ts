@@ -48,6 +48,8 @@ export interface DeadJobFilter {
   since?: number;
   /** Dead before this time (ms since epoch). */
   until?: number;
+  /** Jobs whose tags (`AddOptions.tags`) include every one of these, e.g. `{ endpoint: 'acme' }`. */
+  tags?: Record<string, string>;
 }
 
 /** A dead record located: its id, its death generation and what filters look at. */
@@ -56,27 +58,42 @@ export interface DeadRef {
   gen: string;
   name: string;
   death: StoredDeath;
+  /** The job's tags (requeue's meta), if it has any. */
+  tags?: Record<string, string>;
 }
 
 /** The fields of a dead record's hash that make up a {@link DeadJobRecord}, in {@link parseRecord}'s order. */
 export const recordFields = ['name', 'data', 'opts', 'rq', 'rql', 'gen', 'dead'] as const;
-/** The fields a filter needs, in {@link parseRef}'s order. */
-export const filterFields = ['name', 'gen', 'dead'] as const;
+/** The fields a filter needs, in {@link parseRef}'s order (`opts` only when it selects by tags). */
+export const filterFields = ['name', 'gen', 'dead', 'opts'] as const;
+
+/** The {@link filterFields} `filter` needs: a job's options are read only to match its tags. */
+export function fieldsFor(filter: DeadJobFilter): readonly string[] {
+  return filter.tags === undefined ? filterFields.slice(0, 3) : filterFields;
+}
 
 /** An `HMGET` reply: one value per field asked, `null` where absent. */
 export type RawFields = readonly (string | null)[] | undefined;
 
 /** Whether `filter` selects by death time alone (or not at all): the index answers it by itself. */
 export function byTimeOnly(filter: DeadJobFilter): boolean {
-  return filter.id === undefined && filter.reason === undefined && filter.name === undefined;
+  return (
+    filter.id === undefined &&
+    filter.reason === undefined &&
+    filter.name === undefined &&
+    filter.tags === undefined
+  );
 }
 
 /** The one filter predicate: whether a dead record (its name and its death) matches `filter`'s fields other than `id`. */
 export function matchesFilter(
-  record: { name: string },
+  record: { name: string; tags?: Record<string, string> | undefined },
   death: StoredDeath,
   filter: DeadJobFilter,
 ): boolean {
+  if (filter.tags !== undefined)
+    for (const [name, value] of Object.entries(filter.tags))
+      if (record.tags?.[name] !== value) return false;
   if (filter.reason !== undefined && death.reason !== filter.reason) return false;
   if (filter.name !== undefined && record.name !== filter.name) return false;
   if (filter.since !== undefined && death.deadAt < filter.since) return false;
@@ -97,12 +114,23 @@ export function metaKey(opts: unknown): string | undefined {
   return typeof key === 'string' ? key : undefined;
 }
 
+/** The tags in a job's options (`opts.rq.tags`, parsed or as stored), if any. */
+export function metaTags(opts: unknown): Record<string, string> | undefined {
+  const parsed = typeof opts === 'string' ? parseJson(opts) : opts;
+  const tags = isObject(parsed) && isObject(parsed.rq) ? parsed.rq.tags : undefined;
+  if (!isObject(tags)) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(tags)) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+
 /** A located record from its {@link filterFields}, or undefined when it cannot be read. */
 export function parseRef(id: string, raw: RawFields): DeadRef | undefined {
-  const [name, gen, dead] = raw ?? [];
+  const [name, gen, dead, opts] = raw ?? [];
   const death = parseDeath(dead);
   if (name == null || gen == null || !death) return undefined;
-  return { id, gen, name, death };
+  const tags = metaTags(opts);
+  return { id, gen, name, death, ...(tags ? { tags } : {}) };
 }
 
 /** A whole record from its {@link recordFields}, or undefined when it cannot be read (gone, or not a death). */

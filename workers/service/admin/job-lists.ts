@@ -88,6 +88,7 @@ export const jobListsRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (
           gone: 'is not delayed any more',
           changed: 'was rescheduled or retried since it was read',
           'has-parent': 'is a flow child: delete its parent instead',
+          parked: "is parked until its key has a free slot: it runs in its key's turn",
         }[result.kind];
         throw new HttpError(409, `job "${id}" ${why}; nothing was changed`, {
           result: result.kind,

@@ -12,6 +12,8 @@ import { endpointRegistryRoutes } from './endpoint-registry.js';
 import { activityRoutes } from './activity.js';
 import { dlqSearchRoutes } from './dlq-search.js';
 import { jobListsRoutes } from './job-lists.js';
+import { endpointActionsRoutes } from './endpoint-actions.js';
+import { retryNowRoutes } from './retry-now.js';
 import { jobsRoutes } from './jobs.js';
 import { queuesRoutes } from './queues.js';
 import { scheduleRoutes } from './schedule.js';
@@ -30,6 +32,8 @@ const resources = [
   breakersRoutes,
   endpointsRoutes,
   endpointRegistryRoutes,
+  endpointActionsRoutes,
+  retryNowRoutes,
   deliveriesRoutes,
 ] as const;
 

@@ -8,8 +8,8 @@ import { limits } from '../../../src/policy/limits.js';
  * document by `jsonSchemaTransform`.
  */
 
-/** A time: milliseconds since the epoch, or an ISO 8601 date. */
-const time = z
+/** A time: milliseconds since the epoch, or an ISO 8601 date (validated; {@link parseTime} reads it). */
+export const time = z
   .string()
   .regex(
     /^(\d{1,15}|\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?)$/,

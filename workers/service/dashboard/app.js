@@ -8,8 +8,8 @@ import { BreakersPanel } from './components/breakers-panel.js';
 import { Confirm } from './components/confirm.js';
 import { DeadPanel } from './components/dead-panel.js';
 import { DeliveryLog } from './components/delivery-log.js';
-import { EndpointsPanel } from './components/endpoints-panel.js';
 import { JobList } from './components/job-list.js';
+import { EndpointView } from './components/endpoint-view.js';
 import { JobLookup } from './components/job-lookup.js';
 import { LimitsPanel } from './components/limits-panel.js';
 import { QueueCards } from './components/queue-cards.js';
@@ -93,11 +93,11 @@ function App() {
               <${BreakersPanel} queue=${current.name} ...${panel} />
               <${LimitsPanel} queue=${current.name} ...${panel} />
               <${JobLookup} queue=${current.name} ...${panel} />
-              ${current.kind === 'webhook' && html`<${EndpointsPanel} queue=${current.name} ...${panel} />`}
             </div>
           </div>
           <${JobList} queue=${current.name} ...${panel} />
           <${DeadPanel} queue=${current.name} ...${panel} />
+          ${current.kind === 'webhook' && html`<${EndpointView} queue=${current.name} ...${panel} />`}
           ${current.kind === 'webhook' && html`<${DeliveryLog} queue=${current.name} ...${panel} />`}`
       }
     </main>

@@ -11,16 +11,25 @@
   failed child does (its `moveChildBackToParentDependencies`), under the id
   it comes back with: a parent still waiting for it completes when it does.
   A parent that died for its child waits for its children again.
+  With a lane (ARGV[4] not empty) a job comes back not to the wait list,
+  which BullMQ serves before every keyed job, but into the 'prioritized'
+  set at the lane's fair turn (cost ARGV[5]: a light lane, such as a
+  webhook endpoint's recovery, takes few turns while live keys wait, and
+  every turn while none do). The job keeps its own dispatch key (`rqd`).
 
   KEYS[1] DLQ index   KEYS[2] wait list   KEYS[3] meta   KEYS[4] active list
   KEYS[5] marker      KEYS[6] events stream
+  KEYS[7] prioritized zset   KEYS[8] BullMQ's priority counter   KEYS[9] fair zset
   ARGV[1] dead record key prefix   ARGV[2] job key prefix   ARGV[3] now (ms)
-  ARGV[4..] quads: id, generation, id to take, fresh id
+  ARGV[4] lane ('' for the wait list)   ARGV[5] the lane's cost (1 / weight)
+  ARGV[6..] quads: id, generation, id to take, fresh id
 
   Returns a flat list of pairs: id, outcome, where outcome is the id the job
   got in the source queue, or '' when the record was skipped.
 ]]
+--- @include "includes/fairPlace"
 local rcall = redis.call
+local lane = ARGV[4]
 local paused = rcall('HEXISTS', KEYS[3], 'paused') == 1
 local concurrency = rcall('HGET', KEYS[3], 'concurrency')
 if not paused and concurrency then
@@ -28,7 +37,7 @@ if not paused and concurrency then
 end
 local out = {}
 local added = false
-for i = 4, #ARGV, 4 do
+for i = 6, #ARGV, 4 do
   local id, gen, want, fresh = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local deadKey = ARGV[1] .. id
   local target = ''
@@ -75,6 +84,13 @@ for i = 4, #ARGV, 4 do
       if #failedChildren > 0 and rcall('SCARD', jobKey .. ':dependencies') > 0 then
         rcall('ZADD', ARGV[2] .. 'waiting-children', ARGV[3], target)
         rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting-children', 'jobId', target)
+      elseif lane ~= '' then
+        -- Its `rqd` stays its own dispatch key (the endpoint): parking a
+        -- saturated endpoint sweeps its recovered jobs with its live ones.
+        rcall('HSET', jobKey, 'priority', 1)
+        fairPlace(KEYS[7], KEYS[8], KEYS[9], target, lane, ARGV[5])
+        rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting', 'jobId', target)
+        added = true
       else
         rcall('LPUSH', KEYS[2], target)
         rcall('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'event', 'waiting', 'jobId', target)
