@@ -5,6 +5,7 @@ import {
   type RequeueWorker,
   type WorkerOptions,
 } from '../../src/scheduler/requeue-worker.js';
+import { jobIdForKey } from '../../src/scheduler/job-id.js';
 import { brokerErrorSchema, reviveBrokerError } from './broker-error.js';
 
 /**
@@ -87,4 +88,17 @@ export function createHandOffWorker<D>(
     },
     workerOptions,
   );
+}
+
+/** What {@link findHandOff} reads: the retry queue and its DLQ. */
+export interface HandOffStores {
+  retryQueue: { hasJob(id: string): Promise<boolean> };
+  dlq: { get(idOrKey: string): Promise<{ id: string } | undefined | null> };
+}
+
+/** The hand-off job (waiting, delayed, active or dead) of an idempotency key, if the hand-off happened. */
+export async function findHandOff(stores: HandOffStores, key: string): Promise<string | undefined> {
+  const jobId = jobIdForKey(key);
+  if (await stores.retryQueue.hasJob(jobId)) return jobId;
+  return (await stores.dlq.get(key))?.id;
 }
