@@ -5,6 +5,8 @@ import {
   type RequeueWorker,
   type WorkerOptions,
 } from '../../src/scheduler/requeue-worker.js';
+import { deadReasons } from '../../src/errors/dead-reason.js';
+import { PermanentError } from '../../src/errors/permanent-error.js';
 import { jobIdForKey } from '../../src/scheduler/job-id.js';
 import { brokerErrorSchema, reviveBrokerError } from './broker-error.js';
 
@@ -31,6 +33,12 @@ export const brokerAttemptSchema = z.object({
   /** When it failed, ms since the epoch. */
   failedAt: z.number(),
   error: brokerErrorSchema,
+  /**
+   * The consumer already judged the message dead (JetStream `nak` mode: its
+   * own deliveries used the attempts up): the replay dead-letters it with
+   * this reason instead of scheduling a retry.
+   */
+  dead: z.enum(deadReasons).optional(),
 });
 
 /** The broker attempt of a hand-off job, as stored. */
@@ -56,6 +64,9 @@ export function replayBrokerAttempt(
     deliveries: attempt.deliveries,
     failedAt: attempt.failedAt,
   });
+  if (attempt.dead !== undefined) {
+    throw new PermanentError(attempt.error.message, { deadReason: attempt.dead });
+  }
   throw reviveBrokerError(attempt.error);
 }
 
