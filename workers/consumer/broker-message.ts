@@ -172,6 +172,7 @@ export function messageFromRead<B>(
   read: ReadMessage,
   body: B,
   signal: AbortSignal,
+  attempt = 1,
 ): BrokerMessage<B> {
   return Object.freeze({
     broker: read.broker,
@@ -182,7 +183,7 @@ export function messageFromRead<B>(
     raw: read.raw,
     headers: Object.freeze({ ...read.headers }),
     properties: Object.freeze({ ...read.properties }),
-    attempt: 1,
+    attempt,
     deliveries: read.deliveries,
     signal,
   });

@@ -31,6 +31,8 @@ export async function runBrokerAttempt<B>(input: {
   policy: RetryPolicyInput | undefined;
   signal: AbortSignal;
   now: () => number;
+  /** The attempt number the handler sees. @defaultValue `1` (JetStream `nak` mode: the delivery count) */
+  attempt?: number;
 }): Promise<BrokerAttemptOutcome> {
   const { read, maxBodyBytes } = input;
   const error = await attempt(input);
@@ -62,7 +64,7 @@ async function attempt<B>(
   const prepared = prepareBody(read, { maxBodyBytes: input.maxBodyBytes, schema: input.schema });
   if (!prepared.ok) return prepared.error;
   try {
-    await input.handler(messageFromRead(read, prepared.body, input.signal));
+    await input.handler(messageFromRead(read, prepared.body, input.signal, input.attempt ?? 1));
     return undefined;
   } catch (err) {
     return captureBrokerError(err);

@@ -254,6 +254,8 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
         policy: this.policyInput,
         signal: this.aborting.signal,
         now: () => this.clock.now(),
+        // In nak mode every delivery is an attempt of requeue's policy.
+        ...(nakMode && { attempt: read.deliveries }),
       });
       if (outcome.kind === 'success') {
         await msg.ackAck();
