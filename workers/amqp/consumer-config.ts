@@ -33,6 +33,8 @@ export const amqpConsumerConfigSchema = z
     maxBodyBytes: z.int().min(1).default(defaultMaxBodyBytes),
     /** Wait after a broker or Redis error before trying again, in ms. @defaultValue `1000` */
     errorBackoffMs: z.int().min(0).default(1000),
+    /** The connection's name on the broker (`rabbitmqctl list_connections client_properties`). @defaultValue `requeue <consumer>` */
+    connectionName: z.string().min(1).max(255).optional(),
     /** The first connection's timeout, in ms. @defaultValue `5000` */
     connectTimeoutMs: z.int().min(1).default(5000),
   })

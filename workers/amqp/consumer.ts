@@ -166,7 +166,12 @@ export class AmqpConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
     const { url, connectTimeoutMs, concurrency } = this.config;
     let model: ChannelModel;
     try {
-      model = await amqp.connect(url, { timeout: connectTimeoutMs });
+      model = await amqp.connect(url, {
+        timeout: connectTimeoutMs,
+        clientProperties: {
+          connection_name: this.config.connectionName ?? `requeue ${this.config.consumer}`,
+        },
+      });
     } catch (err) {
       throw new Error(
         `cannot reach the AMQP broker at ${redactUrl(url)}: ${(err as Error).message}`,

@@ -202,8 +202,13 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
     const { concurrency, pullExpiresMs, errorBackoffMs } = this.config;
     while (!this.closing) {
       const free = concurrency - this.inflight.size;
-      if (this.paused || free === 0) {
-        await Promise.race([sleep(100, this.stopping.signal), ...this.inflight]);
+      if (this.paused) {
+        await sleep(100, this.stopping.signal);
+        continue;
+      }
+      if (free === 0) {
+        // A slot frees when a handler settles (each run's promise never rejects).
+        await Promise.race(this.inflight);
         continue;
       }
       try {
