@@ -16,7 +16,14 @@ export type { AmqpConsumerConfig, AmqpConsumerOptions } from './consumer-config.
 export { createAmqpRetryWorker } from './retry-worker.js';
 export type { AmqpRetryWorkerOptions } from './retry-worker.js';
 export { readAmqpMessage } from './read-message.js';
-export type { BrokerHandler, BrokerMessage, BrokerJobData } from '../consumer/broker-message.js';
+export type {
+  BrokerHandler,
+  BrokerMessage,
+  BrokerJobData,
+  ReadMessage,
+} from '../consumer/broker-message.js';
+export type { MessageHeaders } from '../consumer/message-body.js';
+export type { BrokerAttempt } from '../consumer/hand-off.js';
 export type { BrokerConsumerEvents } from '../consumer/events.js';
 export type { BrokerError } from '../consumer/broker-error.js';
 export type { BrokerRetryWorkerOptions } from '../consumer/retry-worker.js';

@@ -11,7 +11,7 @@ import { createHandOffWorker } from './hand-off.js';
 /** The default largest body a broker consumer stores in a hand-off job: 1 MiB. */
 export const defaultMaxBodyBytes = 1024 * 1024;
 
-/** Options of {@link createBrokerRetryWorker}: a requeue worker's, plus the handler's. */
+/** Options of the broker retry workers (`createAmqpRetryWorker`, `createNatsRetryWorker`): a requeue worker's, plus the handler's. */
 export interface BrokerRetryWorkerOptions<B = unknown> extends Omit<
   WorkerOptions<BrokerJobData>,
   'schema'

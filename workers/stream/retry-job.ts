@@ -37,11 +37,13 @@ export function retryIdempotencyKey(stream: string, group: string, id: string): 
   return `${stream}/${group}/${id}`;
 }
 
-/** A thrown value as the stream consumer saw it (the consumer core's {@link brokerErrorSchema}). */
+/** A thrown value as the stream consumer saw it (the consumer core's `brokerErrorSchema`). */
 export const streamErrorSchema = brokerErrorSchema;
 export type StreamError = BrokerError;
 
-/** The stream attempt that failed and handed the message off (the core's {@link brokerAttemptSchema}). */
+export type { BrokerAttempt, BrokerError };
+
+/** The stream attempt that failed and handed the message off (the core's `brokerAttemptSchema`). */
 export const streamAttemptSchema = brokerAttemptSchema;
 export type StreamAttempt = BrokerAttempt;
 
@@ -69,7 +71,7 @@ export interface StreamRetryJobData<F = StreamFields> {
 /** Summarises a thrown value so it survives the trip through Redis. Never throws. */
 export const captureStreamError = captureBrokerError;
 
-/** An Error the classifier reads as it read the original (see {@link reviveBrokerError}). */
+/** An Error the classifier reads as it read the original: same name, status, code, cause, `retryAfterMs`, `Retry-After` and dead reason. */
 export const reviveStreamError = reviveBrokerError;
 
 /** What the consumer adds to the retry queue for a message whose stream attempt failed. */
