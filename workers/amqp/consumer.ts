@@ -168,6 +168,8 @@ export class AmqpConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
     try {
       model = await amqp.connect(url, {
         timeout: connectTimeoutMs,
+        // Acks are small writes: Nagle's algorithm would hold them back.
+        noDelay: true,
         clientProperties: {
           connection_name: this.config.connectionName ?? `requeue ${this.config.consumer}`,
         },
@@ -253,14 +255,19 @@ export class AmqpConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
   private async process(channel: Channel, msg: ConsumeMessage): Promise<void> {
     const { queue } = this.config;
     const read = readAmqpMessage(queue, msg);
-    const log = this.logger.child({ messageKey: read.id, deliveries: read.deliveries });
+    // A child logger only where something is logged: the healthy path makes none.
+    const log = () => this.logger.child({ messageKey: read.id, deliveries: read.deliveries });
     const key = handOffKey('amqp', queue, read.id);
     try {
       if (msg.fields.redelivered) {
         const jobId = await findHandOff({ retryQueue: this.retryQueue, dlq: this.dlq }, key);
         if (jobId !== undefined) {
           if (this.settle(channel, msg, 'ack'))
-            this.safeEmit(log, 'message:already-handed-off', { source: queue, id: read.id, jobId });
+            this.safeEmit(this.logger, 'message:already-handed-off', {
+              source: queue,
+              id: read.id,
+              jobId,
+            });
           return;
         }
       }
@@ -277,7 +284,7 @@ export class AmqpConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
       });
       if (outcome.kind === 'success') {
         if (this.settle(channel, msg, 'ack'))
-          this.safeEmit(log, 'message:processed', {
+          this.safeEmit(this.logger, 'message:processed', {
             source: queue,
             id: read.id,
             deliveries: read.deliveries,
@@ -286,9 +293,9 @@ export class AmqpConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
       }
       const { job } = outcome;
       const added = await this.retryQueue.add(job.name, job.data, job.opts);
-      log.info({ jobId: added.id, err: job.data.brokerAttempt.error }, 'handed off');
+      log().info({ jobId: added.id, err: job.data.brokerAttempt.error }, 'handed off');
       if (this.settle(channel, msg, 'ack'))
-        this.safeEmit(log, 'message:handed-off', {
+        this.safeEmit(this.logger, 'message:handed-off', {
           source: queue,
           id: read.id,
           jobId: added.id,

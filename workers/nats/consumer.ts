@@ -159,7 +159,12 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
       this.logger.warn({ timeoutMs }, 'handlers did not finish in time; JetStream redelivers');
     }
     await withDeadline(
-      Promise.allSettled([this.nc?.close(), this.dlq.close(), this.retryQueue.close()]),
+      Promise.allSettled([
+        // Flushed first: the acks just sent are fire-and-forget.
+        this.nc?.flush().then(() => this.nc?.close()),
+        this.dlq.close(),
+        this.retryQueue.close(),
+      ]),
       budget.left(),
     );
     if (this.owned) this.redis.disconnect();
@@ -206,8 +211,9 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
         await sleep(100, this.stopping.signal);
         continue;
       }
-      if (free === 0) {
-        // A slot frees when a handler settles (each run's promise never rejects).
+      if (free < Math.ceil(concurrency / 2)) {
+        // Pull in batches of at least half the slots, not one message per pull; a slot frees
+        // when a handler settles (each run's promise never rejects).
         await Promise.race(this.inflight);
         continue;
       }
@@ -234,7 +240,8 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
   private async process(msg: JsMsg): Promise<void> {
     const { stream } = this.config;
     const read = readNatsMessage(stream, msg);
-    const log = this.logger.child({ messageKey: read.id, deliveries: read.deliveries });
+    // A child logger only where something is logged: the healthy path makes none.
+    const log = () => this.logger.child({ messageKey: read.id, deliveries: read.deliveries });
     const key = handOffKey('nats', stream, read.id);
     const working = setInterval(() => msg.working(), this.workingMs);
     working.unref();
@@ -242,8 +249,12 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
       if (msg.redelivered) {
         const jobId = await findHandOff({ retryQueue: this.retryQueue, dlq: this.dlq }, key);
         if (jobId !== undefined) {
-          await msg.ackAck();
-          this.safeEmit(log, 'message:already-handed-off', { source: stream, id: read.id, jobId });
+          msg.ack();
+          this.safeEmit(this.logger, 'message:already-handed-off', {
+            source: stream,
+            id: read.id,
+            jobId,
+          });
           return;
         }
       }
@@ -263,8 +274,8 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
         ...(nakMode && { attempt: read.deliveries }),
       });
       if (outcome.kind === 'success') {
-        await msg.ackAck();
-        this.safeEmit(log, 'message:processed', {
+        msg.ack();
+        this.safeEmit(this.logger, 'message:processed', {
           source: stream,
           id: read.id,
           deliveries: read.deliveries,
@@ -284,7 +295,7 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
         });
         if (decision.kind === 'retry') {
           msg.nak(decision.delayMs);
-          this.safeEmit(log, 'message:nacked', {
+          this.safeEmit(this.logger, 'message:nacked', {
             source: stream,
             id: read.id,
             deliveries: read.deliveries,
@@ -295,12 +306,12 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
         job.data.brokerAttempt.dead = decision.reason;
       }
       const added = await this.retryQueue.add(job.name, job.data, job.opts);
-      log.info({ jobId: added.id, err: error, dead: job.data.brokerAttempt.dead }, 'handed off');
+      log().info({ jobId: added.id, err: error, dead: job.data.brokerAttempt.dead }, 'handed off');
       // Dead in nak mode: `term` (no reason: servers before 2.10 ignore a +TERM with one), so
       // JetStream stops redelivering; else a plain ack.
       if (job.data.brokerAttempt.dead !== undefined) msg.term();
-      else await msg.ackAck();
-      this.safeEmit(log, 'message:handed-off', {
+      else msg.ack();
+      this.safeEmit(this.logger, 'message:handed-off', {
         source: stream,
         id: read.id,
         jobId: added.id,
