@@ -132,6 +132,60 @@ describe.each(['classic', 'quorum'] as const)('requeue/amqp on a %s queue', (typ
   });
 });
 
+describe('requeue/amqp dead letters', () => {
+  it('publishes a dead message to the dead-letter exchange (confirmed) after the DLQ has it, and a DLQ replay re-runs the handler', async () => {
+    const queue = await newQueue('classic');
+    const parked = await newQueue('classic');
+    const exchange = `${queue}.dlx`;
+    await channel.assertExchange(exchange, 'fanout', { durable: false, autoDelete: true });
+    await channel.bindQueue(parked, exchange, '');
+    let fixed = false;
+    const runs: number[] = [];
+    const handler = async (m: BrokerMessage) => {
+      runs.push(m.attempt);
+      if (!fixed) throw new PermanentError('not yet');
+    };
+    const worker = createAmqpRetryWorker({
+      queue,
+      handler,
+      connection: redisUrl(),
+      policy,
+      logger,
+      deadLetterExchange: { url: amqpUrl, exchange },
+    });
+    const consumer = createAmqpConsumer({
+      url: amqpUrl,
+      queue,
+      handler,
+      connection: redisUrl(),
+      logger,
+      policy,
+    });
+    closers.push(() => worker.close({ timeoutMs: 2000 }));
+    closers.push(() => consumer.close({ timeoutMs: 2000 }));
+    await consumer.waitUntilReady();
+    await publishAll(model, queue, [
+      { body: Buffer.from('{"order":7}'), options: { messageId: 'o7' } },
+    ]);
+    await waitFor(
+      'the dead letter on the exchange',
+      async () => (await queueCounts(channel, parked)).ready === 1,
+    );
+    const got = await channel.get(parked, { noAck: true });
+    if (got === false) throw new Error('no dead letter');
+    expect(got.content.toString()).toBe('{"order":7}');
+    expect(got.properties.headers?.['x-requeue-dead-reason']).toBe('permanent-error');
+    expect(got.properties.messageId).toBe('o7');
+    const dlq = new DeadLetterQueue(consumer.config.retryQueue, { connection: redis });
+    fixed = true;
+    const before = runs.length;
+    await dlq.replay({});
+    await waitFor('the replayed run', () => runs.length === before + 1);
+    expect(runs.at(-1)).toBe(1);
+    await waitFor('an empty DLQ', async () => (await dlq.list()).length === 0);
+  });
+});
+
 describe('requeue/amqp bad input', () => {
   it('dead-letters an invalid body with its reason; binary bodies, missing properties, hostile headers and an oversized body do not crash it', async () => {
     const queue = await newQueue('classic');
