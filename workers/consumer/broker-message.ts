@@ -181,8 +181,9 @@ export function messageFromRead<B>(
     messageId: read.messageId,
     body,
     raw: read.raw,
-    headers: Object.freeze({ ...read.headers }),
-    properties: Object.freeze({ ...read.properties }),
+    // Made for this delivery alone: frozen in place, not copied.
+    headers: Object.freeze(read.headers),
+    properties: Object.freeze(read.properties),
     attempt,
     deliveries: read.deliveries,
     signal,
