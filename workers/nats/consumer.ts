@@ -1,4 +1,4 @@
-import type { Consumer, JsMsg, NatsConnection } from 'nats';
+import type { Consumer, ConsumerMessages, JsMsg, NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { libraryLogger, type Logger } from '../../src/config/logger.js';
 import {
@@ -75,6 +75,15 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
   private maxDeliver = -1;
   private workingMs = 10_000;
   private paused = false;
+  /** Messages whose handler runs: one timer tells them all `working()`. */
+  private readonly running = new Set<JsMsg>();
+  private workingTimer: NodeJS.Timeout | undefined;
+  /** The running `consume()`: stopped on pause and close, which ends the loop's iteration. */
+  private messages: ConsumerMessages | undefined;
+  /** Resolves when closing starts (wakes a loop waiting for a slot). */
+  private readonly stopped = new Promise<void>((resolve) =>
+    this.stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
   private readyPromise: Promise<void> | undefined;
   private loopPromise: Promise<void> | undefined;
   private closePromise: Promise<void> | undefined;
@@ -122,6 +131,7 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
     if (this.paused) return;
     this.paused = true;
     this.safeEmit(this.logger, 'consumer:paused', { source: this.config.stream });
+    this.messages?.stop();
   }
 
   /** Pulls again after {@link pause}. */
@@ -150,6 +160,7 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
     const budget = shutdownBudget(timeoutMs, this.clock);
     this.stopping.abort();
     this.unwatch?.();
+    this.messages?.stop();
     const drained = await withDeadline(
       Promise.allSettled([this.loopPromise, ...this.inflight]),
       Math.floor(timeoutMs * 0.8),
@@ -158,6 +169,7 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
       this.aborting.abort();
       this.logger.warn({ timeoutMs }, 'handlers did not finish in time; JetStream redelivers');
     }
+    clearInterval(this.workingTimer);
     await withDeadline(
       Promise.allSettled([
         // Flushed first: the acks just sent are fire-and-forget.
@@ -200,28 +212,33 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
       );
     const ackWaitMs = Math.round((info.config.ack_wait ?? 30e9) / 1e6);
     this.workingMs = this.config.workingIntervalMs ?? Math.max(10, Math.floor(ackWaitMs / 3));
+    this.workingTimer = setInterval(() => {
+      for (const msg of this.running) msg.working();
+    }, this.workingMs);
+    this.workingTimer.unref();
     this.loopPromise = this.loop();
   }
 
   private async loop(): Promise<void> {
     const { concurrency, pullExpiresMs, errorBackoffMs } = this.config;
     while (!this.closing) {
-      const free = concurrency - this.inflight.size;
       if (this.paused) {
         await sleep(100, this.stopping.signal);
         continue;
       }
-      if (free < Math.ceil(concurrency / 2)) {
-        // Pull in batches of at least half the slots, not one message per pull; a slot frees
-        // when a handler settles (each run's promise never rejects).
-        await Promise.race(this.inflight);
-        continue;
-      }
       try {
-        const batch = await this.jsConsumer!.fetch({ max_messages: free, expires: pullExpiresMs });
-        for await (const msg of batch) {
+        // Continuous pulls of up to `concurrency` messages, refilled as they are taken.
+        const messages = await this.jsConsumer!.consume({
+          max_messages: concurrency,
+          expires: pullExpiresMs,
+        });
+        this.messages = messages;
+        for await (const msg of messages) {
+          // A slot frees when a handler settles (each run's promise never rejects).
+          while (this.inflight.size >= concurrency && !this.closing)
+            await Promise.race([...this.inflight, this.stopped]);
           if (this.closing || this.paused) {
-            // Taken by a pull made before the pause or close: back to the stream unharmed.
+            // Pulled before the pause or close: back to the stream unharmed.
             msg.nak();
             continue;
           }
@@ -232,6 +249,8 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
         if (this.closing) break;
         this.report(err, 'pull failed; retrying');
         await sleep(errorBackoffMs, this.stopping.signal);
+      } finally {
+        this.messages = undefined;
       }
     }
   }
@@ -243,8 +262,7 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
     // A child logger only where something is logged: the healthy path makes none.
     const log = () => this.logger.child({ messageKey: read.id, deliveries: read.deliveries });
     const key = handOffKey('nats', stream, read.id);
-    const working = setInterval(() => msg.working(), this.workingMs);
-    working.unref();
+    this.running.add(msg);
     try {
       if (msg.redelivered) {
         const jobId = await findHandOff({ retryQueue: this.retryQueue, dlq: this.dlq }, key);
@@ -326,7 +344,7 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
         // The connection is gone: JetStream redelivers after ack_wait.
       }
     } finally {
-      clearInterval(working);
+      this.running.delete(msg);
     }
   }
 
