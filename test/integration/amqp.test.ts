@@ -298,4 +298,20 @@ describe('requeue/amqp redelivery and breaker', () => {
     );
     expect(err?.message).not.toContain('secret');
   });
+
+  it('a queue that does not exist rejects waitUntilReady naming it', async () => {
+    const consumer = createAmqpConsumer({
+      url: amqpUrl,
+      queue: uniqueQueueName('missing'),
+      handler: async () => undefined,
+      connection: redisUrl(),
+      logger,
+    });
+    closers.push(() => consumer.close({ timeoutMs: 1000 }));
+    const err = await consumer.waitUntilReady().then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(err?.message).toMatch(/refused queue "missing-[0-9a-f]+".*NOT_FOUND/);
+  });
 });

@@ -63,6 +63,7 @@ export class AmqpConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
   private channel: Channel | undefined;
   private consumerTag: string | undefined;
   private paused = false;
+  private reconnecting = false;
   private readyPromise: Promise<void> | undefined;
   private closePromise: Promise<void> | undefined;
 
@@ -181,23 +182,45 @@ export class AmqpConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
       );
     }
     if (this.closing) return void (await model.close().catch(() => undefined));
-    this.connection = model;
     model.on('error', (err: Error) => this.report(err, 'amqp connection error'));
+    let channel: Channel;
+    try {
+      channel = await model.createChannel();
+      channel.on('error', (err: Error) => this.report(err, 'amqp channel error'));
+      await channel.prefetch(concurrency);
+      await channel.checkQueue(this.config.queue);
+    } catch (err) {
+      // E.g. no such queue: this connection is dropped, not left open beside the next try.
+      await model.close().catch(() => undefined);
+      throw new Error(
+        `the AMQP broker at ${redactUrl(url)} refused queue ${JSON.stringify(this.config.queue)}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    if (this.closing) return void (await model.close().catch(() => undefined));
+    this.connection = model;
+    this.channel = channel;
     model.on('close', () => {
+      if (this.connection !== model) return;
       this.connection = undefined;
       this.channel = undefined;
       this.consumerTag = undefined;
       if (!this.closing) void this.reconnect();
     });
-    const channel = await model.createChannel();
-    channel.on('error', (err: Error) => this.report(err, 'amqp channel error'));
-    await channel.prefetch(concurrency);
-    await channel.checkQueue(this.config.queue);
-    this.channel = channel;
     if (!this.paused) await this.subscribe(channel);
   }
 
   private async reconnect(): Promise<void> {
+    if (this.reconnecting) return;
+    this.reconnecting = true;
+    try {
+      await this.reconnectLoop();
+    } finally {
+      this.reconnecting = false;
+    }
+  }
+
+  private async reconnectLoop(): Promise<void> {
     while (!this.closing) {
       await sleep(this.config.errorBackoffMs, this.stopping.signal);
       if (this.closing) return;
