@@ -255,4 +255,21 @@ describe('requeue/nats long handlers, bad input, breaker', () => {
     );
     expect(err?.message).toMatch(/cannot reach NATS at nats:\/\/127\.0\.0\.1:1/);
   });
+
+  it('a stream or durable that does not exist rejects waitUntilReady naming them', async () => {
+    const consumer = createNatsConsumer({
+      servers: natsUrl,
+      stream: 'no_such_stream',
+      consumer: 'nobody',
+      handler: async () => undefined,
+      connection: redisUrl(),
+      logger,
+    });
+    closers.push(() => consumer.close({ timeoutMs: 1000 }));
+    const err = await consumer.waitUntilReady().then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(err?.message).toMatch(/no JetStream consumer "nobody" on stream "no_such_stream"/);
+  });
 });

@@ -197,8 +197,17 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
       throw new Error(`cannot reach NATS at ${servers}: ${(err as Error).message}`, { cause: err });
     }
     if (this.closing) return void (await this.nc.close());
-    this.jsConsumer = await this.nc.jetstream().consumers.get(stream, consumer);
-    const info = await this.jsConsumer.info();
+    let info;
+    try {
+      this.jsConsumer = await this.nc.jetstream().consumers.get(stream, consumer);
+      info = await this.jsConsumer.info();
+    } catch (err) {
+      await this.nc.close().catch(() => undefined);
+      throw new Error(
+        `NATS at ${servers} has no JetStream consumer ${JSON.stringify(consumer)} on stream ${JSON.stringify(stream)}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
     this.maxDeliver = info.config.max_deliver ?? -1;
     if (
       this.config.failureMode === 'hand-off' &&
