@@ -51,7 +51,7 @@ describe('docs/api, the API reference', () => {
       exports: Record<string, unknown>;
     };
     const entries = Object.keys(pkg.exports).filter((entry) => entry !== './package.json');
-    expect(entries).toEqual(['.', './webhook', './stream']);
+    expect(entries).toEqual(['.', './webhook', './stream', './amqp', './nats']);
     const index = readFileSync(join(committed, 'README.md'), 'utf8');
     for (const entry of entries) expect(index).toContain(`[${join('requeue', entry)}]`);
     const core = readFileSync(join(committed, 'requeue.md'), 'utf8');

@@ -109,6 +109,25 @@ describe('npm install <the packed tarball> in an empty project', () => {
     expect(result).toMatchObject({ status: 0, stdout: 'function function function' });
   });
 
+  it('requeue/amqp and requeue/nats load without amqplib and nats, and say what to install when used', () => {
+    const result = run(process.execPath, [
+      '--input-type',
+      'module',
+      '-e',
+      `const [amqp, nats] = await Promise.all([import('requeue/amqp'), import('requeue/nats')]);
+       const handler = async () => {};
+       const a = amqp.createAmqpConsumer({ queue: 'q', handler, autorun: false, connection: 'redis://127.0.0.1:1' });
+       const n = nats.createNatsConsumer({ stream: 's', consumer: 'c', handler, autorun: false, connection: 'redis://127.0.0.1:1' });
+       for (const c of [a, n]) {
+         console.log(await c.waitUntilReady().then(() => 'ready', (e) => e.message));
+         await c.close({ timeoutMs: 500 });
+       }`,
+    ]);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('requeue/amqp needs amqplib');
+    expect(result.stdout).toContain('requeue/nats needs nats');
+  });
+
   it('npx requeue --help runs the installed bin', () => {
     const result = run('npx', ['--no-install', 'requeue', '--help']);
     expect(result.status).toBe(0);

@@ -20,4 +20,5 @@ export {
 } from './retry-job.js';
 export type { RetryJob, StreamAttempt, StreamError, StreamRetryJobData } from './retry-job.js';
 export type { StreamConsumerEvents } from './events.js';
+export type { BrokerAttempt, BrokerError } from './retry-job.js';
 export type { StreamFields, StreamHandler, StreamMessage } from './message.js';

@@ -1,9 +1,12 @@
 import { z } from 'zod';
-import { deadReasonOf } from '../../src/errors/permanent-error.js';
-import { isRetryableError } from '../../src/errors/retryable-error.js';
-import { describeError, readRetryAfterHeader } from '../../src/policy/classify/index.js';
-import { readProperty } from '../../src/policy/classify/describe-error.js';
-import { deadReasons } from '../../src/errors/dead-reason.js';
+import {
+  brokerErrorSchema,
+  captureBrokerError,
+  reviveBrokerError,
+  type BrokerError,
+} from '../consumer/broker-error.js';
+import { retryQueueNameFor } from '../consumer/dedupe-key.js';
+import { brokerAttemptSchema, type BrokerAttempt } from '../consumer/hand-off.js';
 import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
 import type { AddOptions } from '../../src/scheduler/queue.js';
 import type { StreamFields } from './message.js';
@@ -11,27 +14,12 @@ import type { StreamFields } from './message.js';
 /**
  * The hand-off from a stream consumer to requeue: the name of the retry
  * queue, the idempotency key of a message's retry job, and the job's data.
- *
- * The job carries the stream attempt's error. The retry worker's first run of
- * the job does not call the handler: it throws that error again, so that the
- * requeue worker classifies it and records it as attempt 1, then schedules
- * attempt 2 after the policy's first delay — or dead-letters the message.
- * Attempt numbers, delays, `maxAttempts` and `maxElapsedMs` thus count the
- * stream attempt exactly, and only the requeue worker decides death.
+ * The mechanism (the first run replays the stream attempt's error) is the
+ * consumer core's: workers/consumer/hand-off.ts.
  */
 
 /** Job name of every retry job. */
 export const retryJobName = 'stream-message';
-
-/** Characters a queue name must not carry: `:` (BullMQ), braces (cluster hash tags), `.` and `%` (our separators). */
-const unsafeInQueueName = /[%:.{}]/g;
-
-function encodeNamePart(part: string): string {
-  return part.replace(
-    unsafeInQueueName,
-    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`,
-  );
-}
 
 /**
  * The default retry queue of a stream's consumer group:
@@ -41,7 +29,7 @@ function encodeNamePart(part: string): string {
  * never runs another group's handler.
  */
 export function defaultRetryQueueName(stream: string, group: string): string {
-  return `${encodeNamePart(stream)}.${encodeNamePart(group)}.retry`;
+  return retryQueueNameFor([stream, group]);
 }
 
 /** The idempotency key of a message's retry job: `<stream>/<group>/<id>`. */
@@ -49,35 +37,15 @@ export function retryIdempotencyKey(stream: string, group: string, id: string): 
   return `${stream}/${group}/${id}`;
 }
 
-/**
- * A thrown value as the stream consumer saw it, keeping what the classifier
- * reads: name, message, status, code, the cause's name and code, a
- * `RetryableError`'s `retryAfterMs`, a `Retry-After` header and a
- * `PermanentError`'s dead reason.
- */
-export const streamErrorSchema = z.object({
-  class: z.string(),
-  message: z.string(),
-  status: z.number().int().optional(),
-  code: z.string().optional(),
-  cause: z.object({ name: z.string().optional(), code: z.string().optional() }).optional(),
-  retryAfterMs: z.number().optional(),
-  retryAfter: z.union([z.string(), z.number()]).optional(),
-  deadReason: z.enum(deadReasons).optional(),
-});
-export type StreamError = z.infer<typeof streamErrorSchema>;
+/** A thrown value as the stream consumer saw it (the consumer core's `brokerErrorSchema`). */
+export const streamErrorSchema = brokerErrorSchema;
+export type StreamError = BrokerError;
 
-/** The stream attempt that failed and handed the message off. */
-export const streamAttemptSchema = z.object({
-  /** The consumer that ran it. */
-  consumer: z.string(),
-  /** The entry's delivery count when it ran. */
-  deliveries: z.int().min(1),
-  /** When it failed, ms since the epoch. */
-  failedAt: z.number(),
-  error: streamErrorSchema,
-});
-export type StreamAttempt = z.infer<typeof streamAttemptSchema>;
+export type { BrokerAttempt, BrokerError };
+
+/** The stream attempt that failed and handed the message off (the core's `brokerAttemptSchema`). */
+export const streamAttemptSchema = brokerAttemptSchema;
+export type StreamAttempt = BrokerAttempt;
 
 /** The data of a retry job, with `fields` checked by `fields` (strings by default). */
 export function retryJobDataSchema<F>(fields: z.ZodType<F>) {
@@ -101,49 +69,10 @@ export interface StreamRetryJobData<F = StreamFields> {
 }
 
 /** Summarises a thrown value so it survives the trip through Redis. Never throws. */
-export function captureStreamError(err: unknown): StreamError {
-  const { class: name, message, status, code } = describeError(err);
-  const out: StreamError = { class: name, message };
-  if (status !== undefined) out.status = status;
-  if (code !== undefined) out.code = code;
-  const cause = readProperty(err, 'cause');
-  const causeName = readProperty(cause, 'name');
-  const causeCode = readProperty(cause, 'code');
-  if (typeof causeName === 'string' || typeof causeCode === 'string') {
-    out.cause = {
-      ...(typeof causeName === 'string' && { name: causeName }),
-      ...(typeof causeCode === 'string' && { code: causeCode }),
-    };
-  }
-  const retryAfterMs = isRetryableError(err) ? readProperty(err, 'retryAfterMs') : undefined;
-  if (typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs)) {
-    out.retryAfterMs = retryAfterMs;
-  }
-  const retryAfter = readRetryAfterHeader(err);
-  if (typeof retryAfter === 'string' || typeof retryAfter === 'number') {
-    out.retryAfter = retryAfter;
-  }
-  const deadReason = deadReasonOf(err);
-  if (deadReason !== undefined) out.deadReason = deadReason;
-  return out;
-}
+export const captureStreamError = captureBrokerError;
 
-/**
- * An Error the classifier reads as it read the original: same `name`,
- * `status`, `code`, cause, `retryAfterMs`, `Retry-After` and dead reason.
- * (A `classify.predicate` that tests `instanceof` sees a plain Error.)
- */
-export function reviveStreamError(error: StreamError): Error {
-  const revived = new Error(error.message) as Error & Record<string, unknown>;
-  revived.name = error.class;
-  if (error.status !== undefined) revived.status = error.status;
-  if (error.code !== undefined) revived.code = error.code;
-  if (error.cause !== undefined) revived.cause = { ...error.cause };
-  if (error.retryAfterMs !== undefined) revived.retryAfterMs = error.retryAfterMs;
-  if (error.retryAfter !== undefined) revived.headers = { 'retry-after': error.retryAfter };
-  if (error.deadReason !== undefined) revived.deadReason = error.deadReason;
-  return revived;
-}
+/** An Error the classifier reads as it read the original: same name, status, code, cause, `retryAfterMs`, `Retry-After` and dead reason. */
+export const reviveStreamError = reviveBrokerError;
 
 /** What the consumer adds to the retry queue for a message whose stream attempt failed. */
 export interface RetryJob {

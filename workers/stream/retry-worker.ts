@@ -1,17 +1,12 @@
 import { z } from 'zod';
-import {
-  createWorker,
-  type RequeueJob,
-  type RequeueWorker,
-  type WorkerOptions,
+import type {
+  RequeueJob,
+  RequeueWorker,
+  WorkerOptions,
 } from '../../src/scheduler/requeue-worker.js';
+import { createHandOffWorker } from '../consumer/hand-off.js';
 import type { StreamFields, StreamHandler, StreamMessage } from './message.js';
-import {
-  defaultRetryQueueName,
-  retryJobDataSchema,
-  reviveStreamError,
-  type StreamRetryJobData,
-} from './retry-job.js';
+import { defaultRetryQueueName, retryJobDataSchema, type StreamRetryJobData } from './retry-job.js';
 
 /** Options of {@link createStreamRetryWorker}: a requeue worker's, plus the stream's. */
 export interface StreamRetryWorkerOptions<F = StreamFields> extends Omit<
@@ -50,9 +45,12 @@ export function createStreamRetryWorker<F = StreamFields>(
   const { stream, group, retryQueue, handler, schema, ...workerOptions } = options;
   const name = retryQueue ?? defaultRetryQueueName(stream, group);
   const fields = schema ?? (z.record(z.string(), z.string()) as unknown as z.ZodType<F>);
-  return createWorker<StreamRetryJobData<F>, void>(name, (job) => runRetry(job, handler), {
+  return createHandOffWorker<StreamRetryJobData<F>>(name, {
     ...workerOptions,
     schema: retryJobDataSchema(fields),
+    attemptOf: (data) => data.streamAttempt,
+    phase: 'stream',
+    run: (job) => runRetry(job, handler),
   });
 }
 
@@ -61,16 +59,6 @@ async function runRetry<F>(
   handler: StreamHandler<F>,
 ): Promise<void> {
   const { stream, group, id, fields, streamAttempt } = job.data;
-  if (job.attempt === 1 && job.history.length === 0) {
-    // The stream consumer already ran this attempt: requeue classifies its error now.
-    job.annotate({
-      phase: 'stream',
-      consumer: streamAttempt.consumer,
-      deliveries: streamAttempt.deliveries,
-      failedAt: streamAttempt.failedAt,
-    });
-    throw reviveStreamError(streamAttempt.error);
-  }
   const message: StreamMessage<F> = Object.freeze({
     stream,
     group,

@@ -11,6 +11,7 @@ const commands: Record<string, () => Promise<Register>> = {
   plan: async () => (await import('./plan.js')).registerPlan,
   simulate: async () => (await import('./simulate/index.js')).registerSimulate,
   worker: async () => (await import('./worker.js')).registerWorker,
+  consume: async () => (await import('./consume.js')).registerConsume,
   enqueue: async () => (await import('./enqueue.js')).registerEnqueue,
   queues: async () => (await import('./queues.js')).registerQueues,
   stats: async () => (await import('./stats.js')).registerStats,
