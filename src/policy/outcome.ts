@@ -21,8 +21,10 @@ export type AttemptOutcome =
       retryAt: number;
       state: JobState;
       record: AttemptRecord;
+      /** The thrown value's stack (`stackOf` in `classify/describe-error.ts`): kept as BullMQ's `stacktrace`, shown redacted. */
+      stack?: string;
     }
-  | { kind: 'dead'; death: Death; state: JobState }
+  | { kind: 'dead'; death: Death; state: JobState; stack?: string }
   | { kind: 'deferred'; retryAt: number; key: string; reason: DeferralReason; state: JobState };
 
 /**

@@ -62,7 +62,7 @@ export async function applyOutcome(
         return attempt.result;
       case 'retry': {
         const now = ctx.clock.now();
-        await ctx.moves.delay(job, token, attempt.state, attempt.delayMs, now, true);
+        await ctx.moves.delay(job, token, attempt.state, attempt.delayMs, now, true, attempt.stack);
         const { record } = attempt;
         log().info(
           {

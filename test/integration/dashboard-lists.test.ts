@@ -181,6 +181,9 @@ describe('job lists', () => {
     expect(body).toHaveProperty('progress', null);
     expect(body.fence.attemptsMade).toBe(1);
     expect(JSON.stringify(body)).not.toContain('hunter2');
+    // The failed attempt's stack, where the handler threw (requeue keeps it as
+    // BullMQ's stacktrace; the view had none for requeue's own failures).
+    expect(body.stack).toMatch(/^Error: HTTP 503 upstream\n\s+at .*dashboard-lists\.test\.ts/);
   });
 });
 

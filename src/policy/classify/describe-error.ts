@@ -1,3 +1,5 @@
+import { redactText } from '../../util/redact.js';
+
 /**
  * Safe inspection of thrown values. Anything can be thrown — a string, `null`,
  * a Proxy, an object whose getters throw — and the code that looks at it runs
@@ -107,6 +109,22 @@ function className(err: object): string {
   if (typeof name === 'string' && name !== '') return name;
   const ctorName = readProperty(readProperty(err, 'constructor'), 'name');
   return typeof ctorName === 'string' && ctorName !== '' ? ctorName : 'Object';
+}
+
+/** Longest stack kept: the frames that say where, not a whole async chain. */
+const MAX_STACK_LENGTH = 4_000;
+
+/**
+ * The `stack` of a thrown value, cut to {@link MAX_STACK_LENGTH} characters
+ * and redacted as free text (URLs' credentials and secret parameters, `Bearer`
+ * tokens) before it is stored, since tools outside requeue (bull-board) show
+ * BullMQ's `stacktrace` as it is; `undefined` for a thrown string, a stack
+ * that is not a string, or a getter that throws.
+ */
+export function stackOf(err: unknown): string | undefined {
+  const stack = readProperty(err, 'stack');
+  if (typeof stack !== 'string' || stack === '') return undefined;
+  return redactText(truncate(stack, MAX_STACK_LENGTH));
 }
 
 /**

@@ -8,6 +8,7 @@ import { recordFailure, recordSuccess } from '../../policy/attempt-history.js';
 import { successRefund } from '../../policy/budget/budget-options.js';
 import { countsAgainst } from '../../policy/breaker/job-count.js';
 import { analyse } from '../../policy/classify/analyse.js';
+import { stackOf } from '../../policy/classify/describe-error.js';
 import { applyEmptyBudget, decideFailure, type FailureDecision } from '../../policy/decide.js';
 import { changeState } from '../../policy/job-state.js';
 import { storableDetails, storableResult } from '../../policy/outcome.js';
@@ -251,9 +252,11 @@ async function failed<T>(
     },
     decision,
   );
+  const thrownStack = stackOf(thrown);
+  const stack = thrownStack === undefined ? {} : { stack: thrownStack };
   if (decision.kind === 'dead-letter') {
     const death = dying(decision.reason, failure.error.message, attempt, finishedAt);
-    return { attempt, meta, life, kind: 'dead', death, state: recorded.state };
+    return { attempt, meta, life, kind: 'dead', death, state: recorded.state, ...stack };
   }
   return {
     attempt,
@@ -264,6 +267,7 @@ async function failed<T>(
     retryAt: decision.retryAt,
     state: recorded.state,
     record: recorded.record,
+    ...stack,
   };
 }
 

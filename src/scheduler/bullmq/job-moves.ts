@@ -87,6 +87,8 @@ export class JobMoves {
     delayMs: number,
     now: number,
     countsAttempt: boolean,
+    /** The failed attempt's stack: BullMQ's `stacktrace` field, as BullMQ keeps a failure's. */
+    stack?: string,
   ): Promise<void> {
     const job = bullJobOf(held);
     await this.worker.moveToDelayed(job, token, now, Math.max(0, Math.round(delayMs)), {
@@ -95,6 +97,7 @@ export class JobMoves {
       fieldsToUpdate: {
         rq: serializeJobState(state),
         rqm: job.attemptsMade + (countsAttempt ? 1 : 0),
+        ...(stack === undefined ? {} : { stacktrace: JSON.stringify([stack]) }),
       },
     });
   }
