@@ -7,7 +7,7 @@
  * `requeue_retry_lateness_seconds` histogram, read back from the metrics as
  * a cross-check). `fifo` (BullMQ's order, today's behaviour) and `first`
  * (the default) are taken in turns on fresh servers in one run.
- * `npm run bench:lateness -- [--retries N] [--jobs N] [--rounds R] [--share X]`.
+ * `npm run bench:lateness -- [--retries N] [--jobs N] [--rounds R] [--share X] [--concurrency-limit on|off]`.
  */
 import { rm } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -27,12 +27,14 @@ const { values } = parseArgs({
     jobs: { type: 'string', default: '10000' },
     rounds: { type: 'string', default: '1' },
     share: { type: 'string', default: '0.5' },
+    'concurrency-limit': { type: 'string', default: 'on' },
   },
 });
 const retries = Number(values.retries);
 const jobs = Number(values.jobs);
 const rounds = Number(values.rounds);
 const share = Number(values.share);
+const limitOff = values['concurrency-limit'] === 'off';
 const retryMs = 2_000;
 const arriveMs = 1_500;
 const workMs = 20;
@@ -79,6 +81,7 @@ async function measure(order: RetryOrder): Promise<Run> {
       concurrency,
       retryOrder: order,
       retryShare: share,
+      ...(limitOff ? { concurrencyLimit: false as const } : {}),
       policy: { strategy: 'fixed', baseMs: retryMs, capMs: retryMs, maxAttempts: 2 },
       logger: createLogger({ level: 'silent' }),
     },
@@ -139,7 +142,7 @@ for (const order of ['fifo', 'first'] as const) {
 }
 process.stdout.write(
   `retry lateness under a backlog: ${retries} retries due ${retryMs} ms after failing, ${jobs} new ${workMs} ms jobs ` +
-    `${arriveMs} ms after them; concurrency ${concurrency}, redis hz 100, retryShare ${share}, ${rounds} round(s)\n` +
+    `${arriveMs} ms after them; concurrency ${concurrency}, redis hz 100, retryShare ${share}, concurrencyLimit ${limitOff ? 'off' : 'on'}, ${rounds} round(s)\n` +
     formatTable(['order', 'retries', 'p50', 'p99', 'max', '≤ 1 s (metric)', 'new jobs/s'], rows, {
       align: ['left', 'right', 'right', 'right', 'right', 'right', 'right'],
     }),

@@ -207,6 +207,7 @@ async function runOnce(
       concurrency: options.concurrency,
       connection,
       timeoutMs: options.timeoutMs,
+      requeue: { concurrencyLimit: options.concurrencyLimit, retryOrder: options.retryOrder },
       probe,
     });
     const out: Partial<Record<MetricId, Sample>> = {};

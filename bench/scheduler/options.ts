@@ -23,6 +23,10 @@ export interface BenchOptions {
   timeoutMs: number;
   /** Print the results as JSON on stdout (the tables go to stderr). @defaultValue `false` */
   json: boolean;
+  /** requeue's `concurrencyLimit`: `on` is the worker's default, `off` passes `false`. @defaultValue `'on'` */
+  concurrencyLimit: 'on' | 'off';
+  /** requeue's `retryOrder` (`first`, the default, runs the retry promoter). @defaultValue `'first'` */
+  retryOrder: 'first' | 'fifo';
 }
 
 export const usage = `Usage: node --import tsx bench/scheduler.bench.ts [options]
@@ -37,6 +41,10 @@ export const usage = `Usage: node --import tsx bench/scheduler.bench.ts [options
   --results <path>    results file to update (default bench/RESULTS.md)
   --no-results        do not write the results file
   --timeout-s <n>     fail a run that takes longer (default 180)
+  --concurrency-limit <on|off>
+                      requeue's own concurrency limit (default on, the worker's default)
+  --retry-order <first|fifo>
+                      requeue's retryOrder (default first: the retry promoter runs)
   --json              print the results as JSON on stdout, the tables on stderr
                       (through npm: npm run -s bench -- --json, or npm's banner
                       lands on stdout too)
@@ -60,6 +68,8 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv): Bench
       'no-results': { type: 'boolean' },
       'timeout-s': { type: 'string' },
       json: { type: 'boolean' },
+      'concurrency-limit': { type: 'string' },
+      'retry-order': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -75,7 +85,23 @@ export function parseBenchOptions(argv: string[], env: NodeJS.ProcessEnv): Bench
     resultsPath: values['no-results'] ? undefined : (values.results ?? 'bench/RESULTS.md'),
     timeoutMs: positiveInt(values, 'timeout-s', 180) * 1000,
     json: values.json ?? false,
+    concurrencyLimit: oneOf(values, 'concurrency-limit', ['on', 'off'] as const, 'on'),
+    retryOrder: oneOf(values, 'retry-order', ['first', 'fifo'] as const, 'first'),
   };
+}
+
+function oneOf<const T extends string>(
+  values: Record<string, unknown>,
+  name: string,
+  allowed: readonly T[],
+  fallback: T,
+): T {
+  const raw = values[name];
+  if (raw === undefined) return fallback;
+  if (!(allowed as readonly unknown[]).includes(raw)) {
+    throw new RangeError(`--${name} must be one of ${allowed.join(', ')}, got "${String(raw)}"`);
+  }
+  return raw as T;
 }
 
 function positiveInt(values: Record<string, unknown>, name: string, fallback: number): number {

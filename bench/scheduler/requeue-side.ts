@@ -43,6 +43,8 @@ export const requeueSide: Side = {
       policy: requeuePolicy,
       logger,
       autorun: false,
+      ...(ctx.requeue.concurrencyLimit === 'off' ? { concurrencyLimit: false as const } : {}),
+      retryOrder: ctx.requeue.retryOrder,
       // Keep every dead job of the run, so that all of them can be replayed.
       retention: { maxCount: Math.max(10_000, jobs) },
     });

@@ -11,6 +11,8 @@ export interface RunContext {
   /** This run's own connection; the side must not close it. */
   connection: Redis;
   timeoutMs: number;
+  /** requeue's worker options under test (`--concurrency-limit`, `--retry-order`). */
+  requeue: { concurrencyLimit: 'on' | 'off'; retryOrder: 'first' | 'fifo' };
   /** Brackets each timed part of the run (e.g. to count Redis commands). */
   probe: (metric: MetricId) => Probe;
 }

@@ -38,3 +38,13 @@ export function spendableJobs(credit: number): number {
 export function settleCredit(credit: number, reserved: number, moved: number): number {
   return credit + Math.max(0, reserved - moved);
 }
+
+/**
+ * How long the credit for one more retry takes to earn at `fetchedPerMs`
+ * jobs fetched per ms (ms; 0 when the rate is not known or nil): a due
+ * retry the credit does not cover yet is held about this long per retry
+ * ahead of it, rather than re-examined by every run until then.
+ */
+export function msPerCredit(rule: RetryShare, fetchedPerMs: number): number {
+  return fetchedPerMs > 0 ? 1 / (rule.share * fetchedPerMs) : 0;
+}

@@ -110,6 +110,12 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     parkedKeys: `${base}:parked`,
     /** List: a key's parked job ids, oldest first; removed when empty. */
     parkedPrefix: `${base}:parked:`,
+    /**
+     * String: the id of the deepest due retry the promoter moved to the front
+     * of the wait list, so the next run's go behind the ones not fetched yet.
+     * One per queue, overwritten. @see src/redis/lua/promoteRetries-7.lua
+     */
+    retryTail: `${base}:retry-tail`,
     /** Hash: registered webhook endpoints, id → record JSON. @see endpoint-registry.ts */
     endpoints: `${base}:endpoints`,
     /** String: a key's rate-limit TAT (ms), expiring once past. @see lua/rateReserve-1.lua */

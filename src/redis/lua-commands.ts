@@ -300,6 +300,7 @@ export async function promoteRetries(
     active: string,
     marker: string,
     events: string,
+    tail: string,
   ],
   args: [
     bullPrefix: string,
@@ -307,6 +308,9 @@ export async function promoteRetries(
     limit: number,
     holdAboveJobs: number,
     holdScore: number,
+    holdStepMs: number,
+    maxBlock: number,
+    maxHoldMs: number,
   ],
 ): Promise<[moved: number, held: number, first: number]> {
   const reply = await run(redis, 'promoteRetries', keys, args);

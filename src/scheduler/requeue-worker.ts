@@ -6,7 +6,7 @@ import { StoredResult } from '../policy/outcome.js';
 import type { RetryPolicy } from '../policy/retry-policy.js';
 import { checkConnectionKind } from '../redis/check-redis.js';
 import { isCluster, resolveRedis, type RedisClient } from '../redis/connection.js';
-import { bullPrefix } from '../redis/keys.js';
+import { bullPrefix, requeueKeys } from '../redis/keys.js';
 import { withDeadline } from '../util/lifecycle.js';
 import { systemClock, systemRandom, type Clock } from '../util/system.js';
 import type { Attempt, AttemptContext, Handler } from './attempt/context.js';
@@ -168,13 +168,14 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     this.promoter = retryPromoterFor(parsed.order, {
       redis,
       keys: this.moves.keys,
+      tailKey: requeueKeys(name).retryTail,
       clock: this.clock,
       logger: this.logger,
       holdAboveJobs: concurrency,
       fetching: () => !this.bull.isPaused() && !this.bull.closing,
     });
     const promoter = this.promoter;
-    fetchOnRedisTime(this.bull, this.clock, promoter && (() => promoter.beforeFetch()));
+    fetchOnRedisTime(this.bull, this.clock, promoter && ((now) => promoter.beforeFetch(now)));
     processDeferredFailures(this.bull);
     this.fetch = new FetchPause(this.bull, this.clock, this.logger);
     const perJob = new JobOptions(options, this.policy, this.logger, redis, name);

@@ -1,6 +1,10 @@
 import type { LimitSignal } from '../policy/limit/aimd.js';
 import type { ConcurrencyLimitOptions } from '../policy/limit/gradient-options.js';
-import { initialGradient, nextGradient, type GradientState } from '../policy/limit/gradient.js';
+import {
+  initialGradient,
+  stepGradient,
+  type MutableGradientState,
+} from '../policy/limit/gradient.js';
 import type { AttemptOutcome } from '../policy/outcome.js';
 
 /** Death reasons of a retryable failure that ran out of tries: they speak of overload too. */
@@ -19,11 +23,15 @@ export function attemptSignal(outcome: AttemptOutcome | undefined): LimitSignal 
  * attempts' latency by the gradient rule (`src/policy/limit/gradient.ts`)
  * and applied as BullMQ's concurrency, so the worker fetches no more than
  * the limit: jobs over it wait in the queue, not in a deferral. In memory,
- * no Redis: nothing is paid per job but a few arithmetic operations.
+ * no Redis: nothing is paid per job but a few arithmetic operations, on a
+ * state it owns and updates in place (no object per attempt), and BullMQ's
+ * `concurrency` is set only when its integer changes.
  */
 export class WorkerLimit {
-  private state: GradientState;
+  private readonly state: MutableGradientState;
   private inFlight = 0;
+  /** What BullMQ's `concurrency` was last set to (its setter is not called again for the same). */
+  private admitted: number;
 
   constructor(
     private readonly target: { concurrency: number },
@@ -31,8 +39,9 @@ export class WorkerLimit {
     /** The worker's `concurrency`: the limit never exceeds it. */
     private readonly ceiling: number,
   ) {
-    this.state = initialGradient(options, ceiling);
-    this.target.concurrency = Math.floor(this.state.limit);
+    this.state = { ...initialGradient(options, ceiling) };
+    this.admitted = Math.floor(this.state.limit);
+    this.target.concurrency = this.admitted;
   }
 
   /** The limit now (fractional; the worker runs its floor at once). */
@@ -47,15 +56,10 @@ export class WorkerLimit {
 
   /** An attempt that {@link started} is over after `latencyMs`, its outcome saying `signal`. */
   finished(latencyMs: number, signal: LimitSignal, now: number): void {
-    this.state = nextGradient(
-      this.state,
-      { signal, latencyMs, inFlight: this.inFlight, now },
-      this.options,
-      this.ceiling,
-    );
+    stepGradient(this.state, signal, latencyMs, this.inFlight, now, this.options, this.ceiling);
     this.inFlight--;
     const admitted = Math.floor(this.state.limit);
-    if (admitted !== this.target.concurrency) this.target.concurrency = admitted;
+    if (admitted !== this.admitted) this.target.concurrency = this.admitted = admitted;
   }
 }
 

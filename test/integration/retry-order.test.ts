@@ -3,15 +3,16 @@
  * (the default) a due retry goes to the front of the wait list, for a
  * bounded share of the worker's jobs; with `'fifo'` it goes behind the
  * backlog, as BullMQ puts it. `src/scheduler/bullmq/retry-promoter.ts`,
- * `src/redis/lua/promoteRetries-6.lua`.
+ * `src/redis/lua/promoteRetries-7.lua`.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { Queue } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
-import { bullKeys } from '../../src/scheduler/bullmq/bull-keys.js';
+import { requeueKeys } from '../../src/redis/keys.js';
+import { bullKeys, delayedDueAt } from '../../src/scheduler/bullmq/bull-keys.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import { promoteRetries } from '../../src/scheduler/bullmq/retry-promoter.js';
 import { createWorker, type RequeueWorker } from '../../src/scheduler/requeue-worker.js';
@@ -209,7 +210,7 @@ describe('retry order', () => {
   });
 });
 
-describe('promoteRetries-6.lua', () => {
+describe('promoteRetries-7.lua', () => {
   it("still mirrors BullMQ's promoteDelayedJobs (fails loudly when an upgrade changes it)", () => {
     const require = createRequire(import.meta.url);
     const root = dirname(require.resolve('bullmq/package.json'));
@@ -228,7 +229,18 @@ describe('promoteRetries-6.lua', () => {
 
   /** One run at a time past the jobs' delays, `limit` to the front, no hold. */
   async function moveDue(keys: ReturnType<typeof bullKeys>, limit: number): Promise<number> {
-    return (await promoteRetries(admin, keys, { now: Date.now() + 90_000, limit })).moved;
+    return (await promoteRetries(admin, keys, tailOf(keys), { now: Date.now() + 90_000, limit }))
+      .moved;
+  }
+
+  const tails = new Map<ReturnType<typeof bullKeys>, string>();
+  /** The queue's front-block tail marker (`requeueKeys(name).retryTail`). */
+  function tailOf(keys: ReturnType<typeof bullKeys>): string {
+    return tails.get(keys) ?? '';
+  }
+  function tailed(t: ReturnType<typeof setup>): ReturnType<typeof setup> {
+    tails.set(t.keys, requeueKeys(t.name).retryTail);
+    return t;
   }
 
   async function delayedJobs(name: string) {
@@ -243,7 +255,7 @@ describe('promoteRetries-6.lua', () => {
   }
 
   it('moves a due priority-0 job to the front with the waiting event, delay 0 and the marker; leaves prioritized and not-due jobs', async () => {
-    const t = setup('script');
+    const t = tailed(setup('script'));
     const jobs = await delayedJobs(t.name);
     await t.queue.add('older', { kind: 'new' });
     await admin.del(t.keys.marker);
@@ -266,12 +278,73 @@ describe('promoteRetries-6.lua', () => {
   });
 
   it('adds no marker on a paused queue, and moves none with no credit', async () => {
-    const t = setup('script-paused');
+    const t = tailed(setup('script-paused'));
     const jobs = await delayedJobs(t.name);
     await jobs.bull.pause();
     expect(await moveDue(t.keys, 0)).toBe(0);
     expect(await moveDue(t.keys, 5)).toBe(1);
     expect(await admin.lindex(t.keys.wait, -1)).toBe(jobs.a);
     expect(await admin.exists(t.keys.marker)).toBe(0);
+  });
+
+  it('retries due in two batches are fetched in due order, the earlier batch first (each run used to go in front of the last: LIFO across batches)', async () => {
+    const t = tailed(setup('script-batches'));
+    const connection = connect();
+    const prefix = bullPrefixOf(admin, t.name);
+    const bull = new Queue(t.name, { connection, prefix });
+    const fetcher = new Worker(t.name, undefined, { connection: connect(), prefix });
+    onCleanup(() => connection.disconnect());
+    onCleanup(() => bull.close());
+    onCleanup(() => fetcher.close());
+    for (let i = 0; i < 3; i++) await t.queue.add('new', { kind: 'new' }); // a backlog
+    const now = Date.now();
+    const ids = async (names: string[], delay: number) =>
+      Promise.all(names.map(async (n) => (await bull.add(n, {}, { delay })).id!));
+    const first = await ids(['a1', 'a2', 'a3'], 60_000);
+    const second = await ids(['b1', 'b2'], 62_000);
+    const third = await ids(['c1'], 64_000);
+    const run = (at: number) =>
+      promoteRetries(admin, t.keys, tailOf(t.keys), { now: at, limit: 10 });
+    expect((await run(now + 61_000)).moved).toBe(3);
+    // One of the first batch fetched before the second batch falls due.
+    const fetch = async (n: number) => {
+      const got: string[] = [];
+      for (let i = 0; i < n; i++) got.push((await fetcher.getNextJob(`token-${i}`))!.id!);
+      return got;
+    };
+    expect(await fetch(1)).toEqual(first.slice(0, 1));
+    expect((await run(now + 63_000)).moved).toBe(2);
+    const fromFront = (await admin.lrange(t.keys.wait, 0, -1)).reverse();
+    expect(fromFront.slice(0, 4)).toEqual([...first.slice(1), ...second]);
+    expect(fromFront).toHaveLength(7);
+    expect(await fetch(4)).toEqual([...first.slice(1), ...second]);
+    // Once the block is fetched, the next run's go straight to the front, ahead of the backlog.
+    expect((await run(now + 65_000)).moved).toBe(1);
+    expect(await admin.lindex(t.keys.wait, -1)).toBe(third[0]);
+    expect(await admin.llen(t.keys.wait)).toBe(4);
+  });
+
+  it('holds the due retries beyond the credit each about when the credit would cover them, in due order', async () => {
+    const t = tailed(setup('script-hold'));
+    const connection = connect();
+    const bull = new Queue(t.name, { connection, prefix: bullPrefixOf(admin, t.name) });
+    onCleanup(() => connection.disconnect());
+    onCleanup(() => bull.close());
+    for (let i = 0; i < 3; i++) await t.queue.add('new', { kind: 'new' }); // more than holdAboveJobs
+    const due = [];
+    for (const n of ['a', 'b', 'c', 'd']) due.push((await bull.add(n, {}, { delay: 60_000 })).id!);
+    const at = Date.now() + 61_000;
+    const run = await promoteRetries(admin, t.keys, tailOf(t.keys), {
+      now: at,
+      limit: 1,
+      holdAboveJobs: 2,
+      holdMs: 25,
+      holdStepMs: 40,
+    });
+    expect(run).toMatchObject({ moved: 1, held: 3 });
+    const scores = await admin.zrange(t.keys.delayed, 0, -1, 'WITHSCORES');
+    expect(scores.filter((_, i) => i % 2 === 0)).toEqual(due.slice(1));
+    const dueAt = scores.filter((_, i) => i % 2 === 1).map((s) => delayedDueAt(Number(s)));
+    expect(dueAt).toEqual([at + 25, at + 65, at + 105].map(Math.floor));
   });
 });

@@ -4,7 +4,9 @@ import { parseConcurrencyLimit } from '../../src/policy/limit/gradient-options.j
 import {
   initialGradient,
   nextGradient,
+  stepGradient,
   type GradientState,
+  type MutableGradientState,
 } from '../../src/policy/limit/gradient.js';
 import { serverLatencyMs } from '../../src/simulate/server-model.js';
 
@@ -149,6 +151,27 @@ describe('the gradient concurrency limit', () => {
       );
       expect(s.limit).toBeGreaterThanOrEqual(2);
       expect(s.limit).toBeLessThanOrEqual(40);
+    }
+  });
+
+  it('stepGradient, in place, takes every state nextGradient takes (the worker’s allocation-free path)', () => {
+    const options = { ...o, floor: 2 };
+    let pure: GradientState = initialGradient(options, 40);
+    const owned: MutableGradientState = { ...initialGradient(options, 40) };
+    let seed = 11;
+    for (let i = 0; i < 5_000; i++) {
+      seed = (seed * 48271) % 2147483647;
+      const r = seed / 2147483647;
+      const signal = r < 0.1 ? 'overload' : r < 0.15 ? 'neutral' : 'success';
+      const sample = {
+        signal,
+        latencyMs: r * 300,
+        inFlight: Math.floor(r * 50),
+        now: NOW + i,
+      } as const;
+      pure = nextGradient(pure, sample, options, 40);
+      stepGradient(owned, signal, sample.latencyMs, sample.inFlight, sample.now, options, 40);
+      expect(owned).toEqual(pure);
     }
   });
 });

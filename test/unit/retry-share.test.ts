@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   earnCredit,
   fadeCredit,
+  msPerCredit,
   settleCredit,
   spendableJobs,
   type RetryShare,
@@ -59,5 +60,13 @@ describe('retry share credit', () => {
         },
       ),
     );
+  });
+});
+
+describe('msPerCredit (how long a held retry is put off per retry ahead of it)', () => {
+  it('is the time one credit takes at the measured fetch rate, 0 while the rate is unknown', () => {
+    expect(msPerCredit({ share: 0.5, windowMs: 5_000 }, 0.4)).toBe(5);
+    expect(msPerCredit({ share: 1, windowMs: 5_000 }, 2)).toBe(0.5);
+    expect(msPerCredit({ share: 0.5, windowMs: 5_000 }, 0)).toBe(0);
   });
 });

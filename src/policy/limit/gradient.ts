@@ -40,6 +40,9 @@ export function initialGradient(o: Options, ceiling: number): GradientState {
   return { limit, baselineMs: Infinity, baselineAt: 0, samples: 0, sumMs: 0, maxInFlight: 0 };
 }
 
+/** A {@link GradientState} its owner updates in place ({@link stepGradient}). */
+export type MutableGradientState = { -readonly [K in keyof GradientState]: GradientState[K] };
+
 /**
  * Netflix concurrency-limits' gradient rule, per window of about one round
  * trip (`max(3, limit)` samples): with `short` the window's mean latency and
@@ -56,7 +59,7 @@ export function initialGradient(o: Options, ceiling: number): GradientState {
  * failed); a neutral outcome (a permanent error, a deferral) is not counted.
  * The baseline may rise, so a dependency that became slower for good is
  * learnt again: at most ×2 per `relearnMs`. Every limit lies in
- * [`floor`, `ceiling`].
+ * [`floor`, `ceiling`]. A new state; the rule itself is {@link stepGradient}.
  * @see https://github.com/Netflix/concurrency-limits (GradientLimit, Gradient2Limit)
  */
 export function nextGradient(
@@ -66,18 +69,40 @@ export function nextGradient(
   ceiling: number,
 ): GradientState {
   if (sample.signal === 'neutral') return state;
+  const next: MutableGradientState = { ...state };
+  stepGradient(next, sample.signal, sample.latencyMs, sample.inFlight, sample.now, o, ceiling);
+  return next;
+}
+
+/**
+ * {@link nextGradient}'s rule applied to `state` in place, the sample given
+ * field by field: what a worker runs once per attempt, allocating nothing.
+ */
+export function stepGradient(
+  state: MutableGradientState,
+  signal: LimitSignal,
+  sampleMs: number,
+  inFlight: number,
+  now: number,
+  o: Options,
+  ceiling: number,
+): void {
+  if (signal === 'neutral') return;
   const floorMs = Math.max(1, o.latencyFloorMs);
-  let latencyMs = Math.max(sample.latencyMs, floorMs);
-  if (sample.signal !== 'success' && Number.isFinite(state.baselineMs))
+  let latencyMs = Math.max(sampleMs, floorMs);
+  if (signal !== 'success' && Number.isFinite(state.baselineMs))
     latencyMs = Math.max(latencyMs, 2 * o.tolerance * Math.max(state.baselineMs, floorMs));
   const samples = state.samples + 1;
   const sumMs = state.sumMs + latencyMs;
-  const maxInFlight = Math.max(state.maxInFlight, sample.inFlight);
-  if (samples < Math.max(minWindowSamples, Math.floor(state.limit)))
-    return { ...state, samples, sumMs, maxInFlight };
+  if (inFlight > state.maxInFlight) state.maxInFlight = inFlight;
+  if (samples < Math.max(minWindowSamples, Math.floor(state.limit))) {
+    state.samples = samples;
+    state.sumMs = sumMs;
+    return;
+  }
 
   const shortMs = sumMs / samples;
-  const elapsed = Math.max(0, sample.now - state.baselineAt);
+  const elapsed = Math.max(0, now - state.baselineAt);
   const risen = state.baselineMs * 2 ** (elapsed / o.relearnMs);
   const baselineMs = Math.min(shortMs, risen);
   const gradient = clamp((o.tolerance * Math.max(baselineMs, floorMs)) / shortMs, 0.5, 1);
@@ -86,15 +111,13 @@ export function nextGradient(
   if (target < limit) limit += decreaseSmoothing * (target - limit);
   // Grows while in use, or while nothing is measurably slow: a handler of a few
   // ms is seen in flight only briefly (its job spends longer in Redis's moves).
-  else if (maxInFlight * 2 >= limit || shortMs <= floorMs) limit = target;
-  return {
-    limit: clamp(limit, o.floor, Math.max(o.floor, ceiling)),
-    baselineMs,
-    baselineAt: sample.now,
-    samples: 0,
-    sumMs: 0,
-    maxInFlight: 0,
-  };
+  else if (state.maxInFlight * 2 >= limit || shortMs <= floorMs) limit = target;
+  state.limit = clamp(limit, o.floor, Math.max(o.floor, ceiling));
+  state.baselineMs = baselineMs;
+  state.baselineAt = now;
+  state.samples = 0;
+  state.sumMs = 0;
+  state.maxInFlight = 0;
 }
 
 function clamp(x: number, low: number, high: number): number {

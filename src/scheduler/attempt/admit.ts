@@ -129,6 +129,8 @@ export class Admitted<T> {
   probeId: string | undefined = undefined;
   /** When the handler was called. */
   startedAt = 0;
+  /** When the handler's outcome was known (0 until then). */
+  finishedAt = 0;
   /** The attempt's place under its key's adaptive limit (`key-limits.ts`). */
   lease: Lease | undefined = undefined;
 

@@ -111,7 +111,8 @@ async function admitAndRun<T>(
     if (a.entered) ctx.keys.leave(a.key!, a.startedAt !== 0);
     if (a.lease !== undefined) ctx.limits!.release(a.lease, settled);
     if (limited) {
-      const now = ctx.clock.now();
+      // The handler's own latency: the read its outcome made, when it made one.
+      const now = a.finishedAt !== 0 ? a.finishedAt : ctx.clock.now();
       ctx.workerLimit!.finished(now - a.startedAt, attemptSignal(settled), now);
     }
   }
@@ -134,7 +135,7 @@ function succeeded<T>(
   a: Admitted<T>,
   value: unknown,
 ): Attempt | Promise<Attempt> {
-  const finishedAt = ctx.clock.now();
+  const finishedAt = (a.finishedAt = ctx.clock.now());
   const { attempt, meta, life, state, handle, breakerKey } = a;
   handle.forget();
   if (breakerKey !== undefined) {
@@ -177,7 +178,7 @@ async function failed<T>(
   a: Admitted<T>,
   thrown: unknown,
 ): Promise<Attempt> {
-  const finishedAt = ctx.clock.now();
+  const finishedAt = (a.finishedAt = ctx.clock.now());
   const { attempt, meta, life, policy, key, handle, breakerKey, probeId } = a;
   if (key !== undefined && isDeferError(thrown) && thrown.untilMs > finishedAt) {
     // The handler holds the job back: no attempt used, the key paused for all.

@@ -40,11 +40,13 @@ interface TimedWorker {
 export function fetchOnRedisTime(
   worker: Worker,
   redisClock: Clock,
-  beforeFetch?: () => void,
+  beforeFetch?: (now?: number) => void,
 ): void {
   const backend = (worker as unknown as { backend: TimedBackend }).backend;
-  const retime = (args: unknown[], at: number): void => {
-    if (typeof args[at] === 'number') args[at] = redisClock.now();
+  /** Redis's time in place of BullMQ's, returned (for `beforeFetch`: one clock read per fetch). */
+  const retime = (args: unknown[], at: number): number | undefined => {
+    if (typeof args[at] !== 'number') return undefined;
+    return (args[at] = redisClock.now());
   };
   const exec = backend.execCommand.bind(backend);
   backend.execCommand = (client, commandName, args) => {
@@ -53,15 +55,13 @@ export function fetchOnRedisTime(
       // wait, then its fetch, checks no pause in between) fetches nothing: a pause
       // (an open circuit, a clock past its bound) stops every fetch at once.
       if (worker.isPaused()) return Promise.resolve(noJob);
-      retime(args, moveToActiveKeys + 1);
-      beforeFetch?.();
+      beforeFetch?.(retime(args, moveToActiveKeys + 1));
     } else if (commandName === 'moveToDelayed') beforeFetch?.();
     return exec(client, commandName, args);
   };
   const moveToFinished = backend.moveToFinished.bind(backend);
   backend.moveToFinished = (jobId, args) => {
-    retime(args, backend.moveToFinishedKeys.length + 1);
-    beforeFetch?.();
+    beforeFetch?.(retime(args, backend.moveToFinishedKeys.length + 1));
     return moveToFinished(jobId, args);
   };
   const timed = worker as unknown as TimedWorker;

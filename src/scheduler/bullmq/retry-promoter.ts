@@ -2,6 +2,7 @@ import type { Logger } from '../../config/logger.js';
 import {
   earnCredit,
   fadeCredit,
+  msPerCredit,
   settleCredit,
   spendableJobs,
   type RetryShare,
@@ -16,6 +17,8 @@ export interface RetryPromoterOptions {
   redis: RedisClient;
   /** The queue's BullMQ keys (`bull-keys.ts`). */
   keys: BullKeys;
+  /** The queue's `requeueKeys(…).retryTail`: the front block's tail marker. */
+  tailKey: string;
   /** Redis's time, as the worker keeps it (`clock-watch.ts`). */
   clock: Clock;
   logger: Logger;
@@ -27,11 +30,20 @@ export interface RetryPromoterOptions {
   fetching: () => boolean;
   /** How often the timer runs. @defaultValue `25` */
   intervalMs?: number;
-  /** How long a held job is put off each time (ms). @defaultValue `intervalMs` */
+  /** How long the first held job is put off (ms); the others, about until the credit covers them. @defaultValue `intervalMs` */
   holdMs?: number;
 }
 
-/** One run of `promoteRetries-6.lua`: jobs moved to the front, held, and the next delayed job. */
+/** A front block longer than this is not looked for (LPOS's bound): later runs' retries go in front of it. */
+export const maxFrontBlock = 1_000;
+/** A held retry is put off at most this much beyond `holdMs` (ms), however slowly the worker earns credit. */
+export const maxHoldMs = 1_000;
+/** Held retries fall due at this fraction of the time the credit takes: early rather than late. */
+const holdPace = 0.5;
+/** The fetch rate is measured over at least this long (ms). */
+const rateWindowMs = 500;
+
+/** One run of `promoteRetries-7.lua`: jobs moved to the front, held, and the next delayed job. */
 export interface PromotionRun {
   moved: number;
   held: number;
@@ -40,18 +52,21 @@ export interface PromotionRun {
 }
 
 /**
- * Moves due retries to the front of the wait list (`promoteRetries-6.lua`),
+ * Moves due retries to the front of the wait list (`promoteRetries-7.lua`),
  * a bounded share of them: the worker earns credit as it fetches jobs
- * (`src/policy/retry-share.ts`) and each job moved spends 1.
+ * (`src/policy/retry-share.ts`) and each job moved spends 1. Each run's
+ * retries go behind those earlier runs moved and no worker fetched yet, so
+ * retries start in due order across runs.
  *
  * BullMQ's own fetches promote every due job to the back of the list, and
  * a busy worker fetches every few milliseconds: a timer alone would lose
  * nearly every due retry to them. So the script runs also just before each
  * of this worker's fetches ({@link beforeFetch}, sent first on the same
  * connection, so Redis runs it first) whenever a delayed job may be due, and
- * holds the due jobs it has no credit for (still delayed, put off by
- * `holdMs`) while a backlog waits, so that they wait their turn instead of
- * the whole backlog. The timer (every `intervalMs`, never overlapping
+ * holds the due jobs it has no credit for (still delayed) while a backlog
+ * waits, so that they wait their turn instead of the whole backlog: each
+ * put off until about when the credit would cover it, at the rate the worker
+ * fetched over the last half second or so (at most {@link maxHoldMs} more). The timer (every `intervalMs`, never overlapping
  * itself) learns the next due time and serves an idle worker.
  */
 export class RetryPromoter {
@@ -60,6 +75,10 @@ export class RetryPromoter {
   private creditAt = Number.NEGATIVE_INFINITY;
   /** Jobs fetched since the credit was last brought up to date (no clock read per job). */
   private fetched = 0;
+  /** Jobs fetched per ms, as last measured (0: not yet). */
+  private fetchRate = 0;
+  private rateFetched = 0;
+  private rateSince = Number.NEGATIVE_INFINITY;
   /** The lowest delayed score known; −∞: not known, look. */
   private nextScore = Number.NEGATIVE_INFINITY;
   /** Runs sent and not answered (those before a fetch may overlap; the timer's never do). */
@@ -84,10 +103,11 @@ export class RetryPromoter {
   /**
    * Called synchronously just before the worker sends a fetch that promotes
    * delayed jobs: runs the script first when a delayed job may be due by the
-   * fetch's bound (BullMQ's, on the same clock).
+   * fetch's bound (BullMQ's, on the same clock). `now`: the fetch's own
+   * time (Redis's, as the worker keeps it), when the caller has read it.
    */
-  beforeFetch(): void {
-    if (this.nextScore <= dueScoreBound(this.options.clock.now())) void this.run();
+  beforeFetch(now = this.options.clock.now()): void {
+    if (this.nextScore <= dueScoreBound(now)) void this.run();
   }
 
   /** Starts the timer (unref'd; one run at a time). */
@@ -151,41 +171,61 @@ export class RetryPromoter {
       fadeCredit(rule, this.credit, now - this.creditAt),
       this.fetched,
     );
+    this.rateFetched += this.fetched;
     this.fetched = 0;
     this.creditAt = now;
+    if (now - this.rateSince >= rateWindowMs) {
+      if (Number.isFinite(this.rateSince))
+        this.fetchRate = this.rateFetched / (now - this.rateSince);
+      this.rateFetched = 0;
+      this.rateSince = now;
+    }
     return this.credit;
   }
 
   private promote(limit: number): Promise<PromotionRun> {
-    const { redis, keys, clock, holdAboveJobs } = this.options;
-    return promoteRetries(redis, keys, {
+    const { redis, keys, tailKey, clock, holdAboveJobs, rule } = this.options;
+    return promoteRetries(redis, keys, tailKey, {
       now: clock.now(),
       limit,
       holdAboveJobs,
       holdMs: this.holdMs,
+      holdStepMs: holdPace * msPerCredit(rule, this.fetchRate),
     });
   }
 }
 
 /**
- * One run of `promoteRetries-6.lua` at `now` (Redis's time): at most `limit`
- * due jobs of priority 0 to the front; with `holdAboveJobs`, the due jobs
- * beyond it put off by `holdMs` while more than that many jobs wait.
+ * One run of `promoteRetries-7.lua` at `now` (Redis's time): at most `limit`
+ * due jobs of priority 0 to the front, behind the ones earlier runs moved
+ * and no worker fetched yet (`tailKey` marks them); with `holdAboveJobs`,
+ * the due jobs beyond it put off while more than that many jobs wait, the
+ * first by `holdMs`, each next `holdStepMs` later (at most {@link maxHoldMs}).
  */
 export async function promoteRetries(
   redis: RedisClient,
   keys: BullKeys,
-  run: { now: number; limit: number; holdAboveJobs?: number; holdMs?: number },
+  tailKey: string,
+  run: {
+    now: number;
+    limit: number;
+    holdAboveJobs?: number;
+    holdMs?: number;
+    holdStepMs?: number;
+  },
 ): Promise<PromotionRun> {
   const [moved, held, score] = await lua.promoteRetries(
     redis,
-    [keys.delayed, keys.wait, keys.meta, keys.active, keys.marker, keys.events],
+    [keys.delayed, keys.wait, keys.meta, keys.active, keys.marker, keys.events, tailKey],
     [
       keys.prefix,
       dueScoreBound(run.now),
       run.limit,
       run.holdAboveJobs ?? -1,
       delayedScore(run.now + (run.holdMs ?? 0)),
+      run.holdStepMs ?? 0,
+      maxFrontBlock,
+      maxHoldMs,
     ],
   );
   return { moved, held, nextScore: score < 0 ? undefined : score };

@@ -1,0 +1,135 @@
+/**
+ * The healthy path's cost, mechanism by mechanism, in one process: bare
+ * BullMQ and requeue's worker with each of its on-by-default mechanisms
+ * switched off in turn (`concurrencyLimit`, the retry promoter of
+ * `retryOrder: 'first'`), run after one another in rotating order, many
+ * times, on one private redis-server. A shared machine's load moves jobs/s
+ * far more than it moves CPU time per job, so this reports Node CPU µs and
+ * Redis commands sent per job (medians, and each variant's median ratio to
+ * the BullMQ run of its own round). Scenario 1 of `npm run bench` (no
+ * failures), 16 slots. `node --import tsx bench/healthy-cost.bench.ts
+ * [--jobs N] [--rounds R]` after `npm run build`.
+ */
+import { randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { formatTable } from '../src/cli/table.js';
+import { createRedis } from '../src/redis/connection.js';
+import { startRedisServer } from '../src/redis/redis-server.js';
+import { bullmqSide } from './scheduler/bullmq-side.js';
+import { requeueSide } from './scheduler/requeue-side.js';
+import type { RunContext, Side } from './scheduler/side.js';
+import { cleanQueue } from './support/clean-queue.js';
+import { SentCommandCounter, totalCalls } from './support/command-counter.js';
+import { CostProbe, type CostSample } from './support/cost-probe.js';
+
+const sent = SentCommandCounter.install();
+process.setSourceMapsEnabled(false);
+
+const { values } = parseArgs({
+  options: { jobs: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '9' } },
+});
+const jobs = Number(values.jobs);
+const rounds = Number(values.rounds);
+
+type Requeue = RunContext['requeue'];
+const variants: { label: string; side: Side; requeue: Requeue }[] = [
+  { label: 'BullMQ', side: bullmqSide, requeue: { concurrencyLimit: 'on', retryOrder: 'first' } },
+  {
+    label: 'requeue (defaults)',
+    side: requeueSide,
+    requeue: { concurrencyLimit: 'on', retryOrder: 'first' },
+  },
+  {
+    label: 'requeue, concurrencyLimit off',
+    side: requeueSide,
+    requeue: { concurrencyLimit: 'off', retryOrder: 'first' },
+  },
+  {
+    label: 'requeue, retryOrder fifo',
+    side: requeueSide,
+    requeue: { concurrencyLimit: 'on', retryOrder: 'fifo' },
+  },
+  {
+    label: 'requeue, both off',
+    side: requeueSide,
+    requeue: { concurrencyLimit: 'off', retryOrder: 'fifo' },
+  },
+];
+
+const server = await startRedisServer({ appendonly: false });
+const admin = createRedis(server.url);
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+async function runOnce(v: (typeof variants)[number], n: number): Promise<CostSample> {
+  const queueName = `cost-${randomUUID().slice(0, 8)}`;
+  const connection = createRedis(server.url);
+  let cost: CostSample | undefined;
+  try {
+    await v.side.run({
+      scenario: 'no-failures',
+      queueName,
+      jobs: n,
+      concurrency: 16,
+      connection,
+      timeoutMs: 300_000,
+      requeue: v.requeue,
+      probe: () => {
+        const probe = new CostProbe(admin, sent);
+        return { start: () => probe.start(), stop: async () => void (cost = await probe.stop()) };
+      },
+    });
+  } finally {
+    await connection.quit().catch(() => connection.disconnect());
+    await cleanQueue(admin, queueName);
+  }
+  return cost!;
+}
+
+const loadBefore = loadavg()[0]!;
+const startedAt = new Date();
+for (const v of variants) await runOnce(v, Math.min(jobs, 2_000)); // warm-up
+const cpu: number[][] = variants.map(() => []);
+const cmds: number[][] = variants.map(() => []);
+const ratio: number[][] = variants.map(() => []);
+for (let r = 0; r < rounds; r++) {
+  const order = variants.map((_, i) => (i + r) % variants.length);
+  const round: number[] = [];
+  for (const i of order) {
+    const c = await runOnce(variants[i]!, jobs);
+    round[i] = c.nodeCpuUs / jobs;
+    cpu[i]!.push(round[i]!);
+    cmds[i]!.push(totalCalls(c.sent) / jobs);
+  }
+  variants.forEach((_, i) => ratio[i]!.push(round[i]! / round[0]!));
+  process.stderr.write(`round ${r + 1}: ${round.map((x) => x.toFixed(1)).join(' / ')} µs/job\n`);
+}
+const rows = variants.map((v, i) => [
+  v.label,
+  median(cpu[i]!).toFixed(1),
+  Math.min(...cpu[i]!).toFixed(1),
+  median(ratio[i]!).toFixed(3),
+  (1 / median(ratio[i]!)).toFixed(3),
+  median(cmds[i]!).toFixed(3),
+]);
+process.stdout.write(
+  `healthy path, ${jobs} jobs per run, ${rounds} rounds, concurrency 16; started ${startedAt.toISOString()}, ` +
+    `load ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}\n` +
+    formatTable(
+      [
+        'variant',
+        'Node CPU µs/job (median)',
+        'min',
+        'CPU / BullMQ (median per round)',
+        'BullMQ / it',
+        'commands sent/job',
+      ],
+      rows,
+    ),
+);
+admin.disconnect();
+await server.stop();
