@@ -55,13 +55,16 @@ export function fetchOnRedisTime(
       // wait, then its fetch, checks no pause in between) fetches nothing: a pause
       // (an open circuit, a clock past its bound) stops every fetch at once.
       if (worker.isPaused()) return Promise.resolve(noJob);
-      beforeFetch?.(retime(args, moveToActiveKeys + 1));
+      // Retimed first: `beforeFetch?.(retime(…))` would skip the retime with no promoter.
+      const now = retime(args, moveToActiveKeys + 1);
+      beforeFetch?.(now);
     } else if (commandName === 'moveToDelayed') beforeFetch?.();
     return exec(client, commandName, args);
   };
   const moveToFinished = backend.moveToFinished.bind(backend);
   backend.moveToFinished = (jobId, args) => {
-    beforeFetch?.(retime(args, backend.moveToFinishedKeys.length + 1));
+    const now = retime(args, backend.moveToFinishedKeys.length + 1);
+    beforeFetch?.(now);
     return moveToFinished(jobId, args);
   };
   const timed = worker as unknown as TimedWorker;
