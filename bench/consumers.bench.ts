@@ -21,6 +21,7 @@ import { startRedisServer } from '../src/redis/redis-server.js';
 import { describeMachine } from './support/machine.js';
 import { describeRevision } from './support/revision.js';
 import { writeResultsSection } from './support/results-file.js';
+import { transientTable } from './consumers-transient.js';
 import { formatRate, formatRatio, median, perSecond } from './support/stats.js';
 
 // requeue as it ships (the tsc build `npm run bench:consumers` makes first), not through tsx,
@@ -40,6 +41,10 @@ const { values } = parseArgs({
     repeats: { type: 'string', default: '5' },
     concurrency: { type: 'string', default: '16' },
     'dry-run': { type: 'boolean', default: false },
+    /** `healthy` (every message succeeds) or `transient` (each fails once, then succeeds). */
+    scenario: { type: 'string', default: 'healthy' },
+    /** The transient scenario's retry delay. */
+    'delay-ms': { type: 'string', default: '1000' },
     /** Another build's root (its `dist/`): a third side, e.g. main before a change, in the same run. */
     before: { type: 'string' },
   },
@@ -62,6 +67,31 @@ const loadAtStart = loadavg()[0] ?? 0;
 const redisServer = await startRedisServer({ appendonly: false });
 const redis = new Redis(redisServer.url);
 const machine = await describeMachine(redis);
+if (values.scenario !== 'healthy' && values.scenario !== 'transient')
+  throw new Error(`--scenario: healthy or transient, not ${values.scenario}`);
+if (values.scenario === 'transient') {
+  const delayMs = Number(values['delay-ms']);
+  const table = await transientTable(
+    {
+      count,
+      concurrency,
+      delayMs,
+      amqpUrl,
+      natsUrl,
+      redisUrl: redisServer.url,
+      build: builds.requeue!,
+    },
+    repeats,
+    (line) => console.log(line),
+  );
+  redis.disconnect();
+  await redisServer.stop();
+  const body = transientBody({ table, delayMs, machine });
+  console.log(body);
+  if (!values['dry-run'])
+    await writeResultsSection('bench/RESULTS.md', 'consumers-transient-bench', body);
+  process.exit(0);
+}
 
 /** Resolves when `handled()` reaches `count`. */
 function untilAll(handled: () => number): Promise<void> {
@@ -310,3 +340,27 @@ Baselines: ${rows.map((r) => `${r.name}: ${r.baseline}`).join('; ')}. The failur
 console.log(body);
 if (!values['dry-run']) await writeResultsSection('bench/RESULTS.md', 'consumers-bench', body);
 process.exit(0);
+
+/** The transient scenario's section of bench/RESULTS.md. */
+function transientBody(input: {
+  table: string;
+  delayMs: number;
+  machine: Awaited<ReturnType<typeof describeMachine>>;
+}): string {
+  const { table, delayMs, machine: m } = input;
+  return `## Broker consumers: 1 transient failure per message, requeue vs RabbitMQ's TTL + DLX ladder and JetStream's BackOff
+
+Written by \`bench/consumers.bench.ts --scenario transient\` on ${new Date().toISOString()} (the run took ${Math.round((Date.now() - startedAt) / 1000)} s).
+
+- Command: \`npm run bench:consumers -- --scenario transient --messages ${count} --repeats ${repeats} --concurrency ${concurrency} --delay-ms ${delayMs}\`; requeue at ${describeRevision(['src', 'workers'])}, loaded from its tsc build (\`dist/\`)
+- Machine: \`${m.uname}\`; ${m.cpuModel}, ${m.cores} cores; 1-minute load average ${loadAtStart.toFixed(2)} at the start, ${(loadavg()[0] ?? 0).toFixed(2)} at the end
+- Node ${m.node}; RabbitMQ and NATS (JetStream) of the machine on loopback; requeue's retry queue on a private redis-server ${m.redis}
+- ${count} messages per run, pre-loaded; every message's first run throws, its second succeeds; prefetch / pull size ${concurrency} everywhere (requeue's retry worker: concurrency ${concurrency}); intended retry delay ${delayMs} ms, no jitter (requeue: \`strategy: 'fixed'\`, \`jitter: 0\`); median messages/s of ${repeats} runs per side (the order of the sides reversed every other round) after an untimed warm-up of each; lateness over every retry of every run.
+- msgs/s counts all ${count} messages delivered (second run succeeded), from the first message handled to the last success: with a ${delayMs} ms delay no side can beat about ${count} / (first pass + ${delayMs / 1000} s).
+- Lateness: when a message's second run started, less (its first run's failure + ${delayMs} ms). Negative is early.
+
+| broker | retry by | msgs/s to all delivered | lateness min | p50 | p99 | max |
+| --- | --- | --- | --- | --- | --- | --- |
+${table}
+`;
+}
