@@ -15,22 +15,46 @@ import { parseArgs } from 'node:util';
 import amqp from 'amqplib';
 import { AckPolicy, connect as natsConnect } from 'nats';
 import { Redis } from 'ioredis';
+import type * as AmqpTypes from '../workers/amqp/index.js';
+import type * as NatsTypes from '../workers/nats/index.js';
 import { startRedisServer } from '../src/redis/redis-server.js';
-import { createAmqpConsumer, createAmqpRetryWorker } from '../workers/amqp/index.js';
-import { createNatsConsumer, createNatsRetryWorker } from '../workers/nats/index.js';
 import { describeMachine } from './support/machine.js';
 import { describeRevision } from './support/revision.js';
 import { writeResultsSection } from './support/results-file.js';
+import { transientTable } from './consumers-transient.js';
 import { formatRate, formatRatio, median, perSecond } from './support/stats.js';
+
+// requeue as it ships (the tsc build `npm run bench:consumers` makes first), not through tsx,
+// whose keepNames transform adds a call per closure made.
+type AmqpModule = typeof AmqpTypes;
+type NatsModule = typeof NatsTypes;
+async function requeueAt(root: string): Promise<{ amqp: AmqpModule; nats: NatsModule }> {
+  return {
+    amqp: (await import(`${root}/dist/workers/amqp/index.js`)) as AmqpModule,
+    nats: (await import(`${root}/dist/workers/nats/index.js`)) as NatsModule,
+  };
+}
 
 const { values } = parseArgs({
   options: {
     messages: { type: 'string', default: '20000' },
-    repeats: { type: 'string', default: '3' },
+    repeats: { type: 'string', default: '5' },
     concurrency: { type: 'string', default: '16' },
     'dry-run': { type: 'boolean', default: false },
+    /** `healthy` (every message succeeds) or `transient` (each fails once, then succeeds). */
+    scenario: { type: 'string', default: 'healthy' },
+    /** The transient scenario's retry delay. */
+    'delay-ms': { type: 'string', default: '1000' },
+    /** Another build's root (its `dist/`): a third side, e.g. main before a change, in the same run. */
+    before: { type: 'string' },
   },
 });
+type Side = 'requeue' | 'plain' | 'before';
+const beforeNote = process.env.BENCH_BEFORE_NOTE ?? 'another build';
+const builds: Partial<Record<Side, { amqp: AmqpModule; nats: NatsModule }>> = {
+  requeue: await requeueAt('..'),
+  ...(values.before !== undefined && { before: await requeueAt(values.before) }),
+};
 const count = Number(values.messages);
 const repeats = Number(values.repeats);
 const concurrency = Number(values.concurrency);
@@ -43,6 +67,31 @@ const loadAtStart = loadavg()[0] ?? 0;
 const redisServer = await startRedisServer({ appendonly: false });
 const redis = new Redis(redisServer.url);
 const machine = await describeMachine(redis);
+if (values.scenario !== 'healthy' && values.scenario !== 'transient')
+  throw new Error(`--scenario: healthy or transient, not ${values.scenario}`);
+if (values.scenario === 'transient') {
+  const delayMs = Number(values['delay-ms']);
+  const table = await transientTable(
+    {
+      count,
+      concurrency,
+      delayMs,
+      amqpUrl,
+      natsUrl,
+      redisUrl: redisServer.url,
+      build: builds.requeue!,
+    },
+    repeats,
+    (line) => console.log(line),
+  );
+  redis.disconnect();
+  await redisServer.stop();
+  const body = transientBody({ table, delayMs, machine });
+  console.log(body);
+  if (!values['dry-run'])
+    await writeResultsSection('bench/RESULTS.md', 'consumers-transient-bench', body);
+  process.exit(0);
+}
 
 /** Resolves when `handled()` reaches `count`. */
 function untilAll(handled: () => number): Promise<void> {
@@ -56,7 +105,13 @@ function untilAll(handled: () => number): Promise<void> {
   });
 }
 
-async function amqpRun(side: 'requeue' | 'plain'): Promise<number> {
+/** One run's messages/s, and this process's CPU time (user + system) per message, µs. */
+interface Run {
+  rate: number;
+  cpuUs: number;
+}
+
+async function amqpRun(side: Side): Promise<Run> {
   const model = await amqp.connect(amqpUrl);
   const queue = `bench-${randomUUID().slice(0, 8)}`;
   const ch = await model.createConfirmChannel();
@@ -66,10 +121,19 @@ async function amqpRun(side: 'requeue' | 'plain'): Promise<number> {
   await ch.waitForConfirms();
   let handled = 0;
   let t0 = 0;
+  let cpu0 = process.cpuUsage();
   // Timed from the first message handled: connecting and subscribing are not the throughput.
   const handler = async () => {
-    if (handled === 0) t0 = performance.now();
+    if (handled === 0) {
+      t0 = performance.now();
+      cpu0 = process.cpuUsage();
+    }
     handled += 1;
+  };
+  const result = (): Run => {
+    const ms = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    return { rate: perSecond(count, ms), cpuUs: (cpu.user + cpu.system) / count };
   };
   // The plain consumers parse the JSON body, as requeue's hands it parsed.
   const plainHandler = async (content: Uint8Array) => {
@@ -84,12 +148,13 @@ async function amqpRun(side: 'requeue' | 'plain'): Promise<number> {
       void plainHandler(msg.content).then(() => c.ack(msg));
     });
     await untilAll(() => handled);
-    const ms = performance.now() - t0;
+    const run = result();
     await c.close();
     await ch.deleteQueue(queue);
     await model.close();
-    return perSecond(count, ms);
+    return run;
   }
+  const { createAmqpConsumer, createAmqpRetryWorker } = builds[side]!.amqp;
   const worker = createAmqpRetryWorker({ queue, handler, connection: redisServer.url, logger });
   const consumer = createAmqpConsumer({
     url: amqpUrl,
@@ -102,15 +167,15 @@ async function amqpRun(side: 'requeue' | 'plain'): Promise<number> {
   });
   await consumer.waitUntilReady();
   await untilAll(() => handled);
-  const ms = performance.now() - t0;
+  const run = result();
   await consumer.close({ timeoutMs: 5000 });
   await worker.close({ timeoutMs: 5000 });
   await ch.deleteQueue(queue);
   await model.close();
-  return perSecond(count, ms);
+  return run;
 }
 
-async function natsRun(side: 'requeue' | 'plain'): Promise<number> {
+async function natsRun(side: Side): Promise<Run> {
   const nc = await natsConnect({ servers: natsUrl });
   const jsm = await nc.jetstreamManager();
   const stream = `bench_${randomUUID().slice(0, 8)}`;
@@ -125,10 +190,19 @@ async function natsRun(side: 'requeue' | 'plain'): Promise<number> {
     );
   let handled = 0;
   let t0 = 0;
+  let cpu0 = process.cpuUsage();
   // Timed from the first message handled: connecting and subscribing are not the throughput.
   const handler = async () => {
-    if (handled === 0) t0 = performance.now();
+    if (handled === 0) {
+      t0 = performance.now();
+      cpu0 = process.cpuUsage();
+    }
     handled += 1;
+  };
+  const result = (): Run => {
+    const ms = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    return { rate: perSecond(count, ms), cpuUs: (cpu.user + cpu.system) / count };
   };
   // The plain consumers parse the JSON body, as requeue's hands it parsed.
   const plainHandler = async (content: Uint8Array) => {
@@ -142,12 +216,13 @@ async function natsRun(side: 'requeue' | 'plain'): Promise<number> {
       for await (const m of messages) void plainHandler(m.data).then(() => m.ack());
     })();
     await untilAll(() => handled);
-    const ms = performance.now() - t0;
+    const run = result();
     await messages.close();
     await jsm.streams.delete(stream);
     await nc.close();
-    return perSecond(count, ms);
+    return run;
   }
+  const { createNatsConsumer, createNatsRetryWorker } = builds[side]!.nats;
   const worker = createNatsRetryWorker({
     stream,
     consumer: 'work',
@@ -167,79 +242,125 @@ async function natsRun(side: 'requeue' | 'plain'): Promise<number> {
   });
   await consumer.waitUntilReady();
   await untilAll(() => handled);
-  const ms = performance.now() - t0;
+  const run = result();
   await consumer.close({ timeoutMs: 5000 });
   await worker.close({ timeoutMs: 5000 });
   await jsm.streams.delete(stream);
   await nc.close();
-  return perSecond(count, ms);
+  return run;
 }
 
 interface Row {
   name: string;
   baseline: string;
-  requeue: number[];
-  plain: number[];
+  requeue: Run[];
+  plain: Run[];
   ratios: number[];
+  before: Run[];
+  beforeRatios: number[];
 }
 const rows: Row[] = [
   {
     name: 'RabbitMQ, healthy',
-    baseline: 'amqplib consume, prefetch = concurrency, ack per message',
+    baseline:
+      'amqplib consume, prefetch = concurrency, manual ack per message, default socket options',
     requeue: [],
     plain: [],
     ratios: [],
+    before: [],
+    beforeRatios: [],
   },
   {
     name: 'JetStream, healthy',
-    baseline: 'JetStream pull consumer.consume(), ack per message',
+    baseline: 'JetStream pull consumer.consume() with max_messages = concurrency, ack per message',
     requeue: [],
     plain: [],
     ratios: [],
+    before: [],
+    beforeRatios: [],
   },
 ];
-// Warm-up, untimed.
-await amqpRun('plain');
-await natsRun('plain');
+// Warm-up, untimed: every side once, so no side's first round pays its JIT compilation.
+for (const side of Object.keys(builds).concat('plain') as Side[]) {
+  await amqpRun(side);
+  await natsRun(side);
+}
 for (let r = 0; r < repeats; r++) {
   for (const [row, runOf] of [
     [rows[0]!, amqpRun],
     [rows[1]!, natsRun],
   ] as const) {
-    const order = r % 2 === 0 ? (['requeue', 'plain'] as const) : (['plain', 'requeue'] as const);
-    const got: Record<string, number> = {};
+    const sides: Side[] = builds.before ? ['requeue', 'plain', 'before'] : ['requeue', 'plain'];
+    const order = r % 2 === 0 ? sides : sides.toReversed();
+    const got: Partial<Record<Side, Run>> = {};
     for (const side of order) got[side] = await runOf(side);
-    row.requeue.push(got.requeue!);
-    row.plain.push(got.plain!);
-    row.ratios.push(got.requeue! / got.plain!);
+    const [req, plain, before] = [got.requeue!, got.plain!, got.before];
+    row.requeue.push(req);
+    row.plain.push(plain);
+    row.ratios.push(req.rate / plain.rate);
+    if (before) {
+      row.before.push(before);
+      row.beforeRatios.push(before.rate / plain.rate);
+    }
+    const show = (name: string, x: Run | undefined) =>
+      x ? `, ${name} ${formatRate(x.rate)}/s ${x.cpuUs.toFixed(1)} µs CPU/msg` : '';
     console.log(
-      `${row.name} #${r + 1}: requeue ${formatRate(got.requeue!)}/s, plain ${formatRate(got.plain!)}/s`,
+      `${row.name} #${r + 1}${show('requeue', req)}${show('plain', plain)}${show('before', before)}`,
     );
   }
 }
 redis.disconnect();
 await redisServer.stop();
 
+const rate = (runs: Run[]) => median(runs.map((x) => x.rate));
+const cpu = (runs: Run[]) => median(runs.map((x) => x.cpuUs)).toFixed(1);
 const table = rows
   .map((row) => {
     const ratio = median(row.ratios);
-    return `| ${row.name} | ${formatRate(median(row.requeue))} | ${formatRate(median(row.plain))} | ${formatRatio(ratio)} | ${formatRatio(Math.min(...row.ratios))}–${formatRatio(Math.max(...row.ratios))} | ≥ 0.90 | ${ratio >= 0.9 ? 'yes' : 'no'} |`;
+    const before = builds.before
+      ? ` ${formatRatio(median(row.beforeRatios))} (${cpu(row.before)} µs) |`
+      : '';
+    return `| ${row.name} | ${formatRate(rate(row.requeue))} | ${formatRate(rate(row.plain))} | ${formatRatio(ratio)} | ${formatRatio(Math.min(...row.ratios))}–${formatRatio(Math.max(...row.ratios))} | ${cpu(row.requeue)} | ${cpu(row.plain)} |${before} ≥ 0.90 | ${ratio >= 0.9 ? 'yes' : 'no'} |`;
   })
   .join('\n');
 const body = `## Broker consumers: requeue/amqp and requeue/nats vs plain clients, healthy
 
 Written by \`bench/consumers.bench.ts\` on ${new Date().toISOString()} (the run took ${Math.round((Date.now() - startedAt) / 1000)} s).
 
-- Command: \`npm run bench:consumers → node --import tsx bench/consumers.bench.ts --messages ${count} --repeats ${repeats} --concurrency ${concurrency}\`; requeue at ${describeRevision(['src', 'workers'])}
+- Command: \`npm run bench:consumers → node --import tsx bench/consumers.bench.ts --messages ${count} --repeats ${repeats} --concurrency ${concurrency}${values.before !== undefined ? ' --before <tsc build of the commit before>' : ''}\`; requeue at ${describeRevision(['src', 'workers'])}, loaded from its tsc build (\`dist/\`)${values.before !== undefined ? `; "before" is ${beforeNote}, run in the same rounds as a third side` : ''}
 - Machine: \`${machine.uname}\`; ${machine.cpuModel}, ${machine.cores} cores; 1-minute load average ${loadAtStart.toFixed(2)} at the start, ${(loadavg()[0] ?? 0).toFixed(2)} at the end
 - Node ${machine.node}; RabbitMQ and NATS (JetStream) of the machine on loopback; requeue's retry queue on a private redis-server ${machine.redis}
-- ${count} messages per run, pre-loaded; handlers return at once (the plain ones after parsing the JSON body, which requeue's hand their handler parsed); prefetch / pull size ${concurrency} on both sides; requeue's side runs its retry worker too (idle: nothing fails); median of ${repeats} runs per side after an untimed warm-up, the side that goes first alternating; a run is timed from its first message handled to its last (connecting and subscribing left out).
+- ${count} messages per run, pre-loaded; handlers return at once (the plain ones after parsing the JSON body, which requeue's hand their handler parsed); prefetch / pull size ${concurrency} on both sides; requeue's side runs its retry worker too (idle: nothing fails); median of ${repeats} runs per side after an untimed warm-up run of every side, the side that goes first alternating; a run is timed from its first message handled to its last (connecting and subscribing left out). CPU µs/msg is the bench process's user + system time over the run divided by the messages: what each message costs the consumer's process, which the machine's other load moves much less than messages/s.
 
-| scenario | requeue msgs/s | plain msgs/s | ratio | ratio range | target | met? |
-| --- | --- | --- | --- | --- | --- | --- |
+| scenario | requeue msgs/s | plain msgs/s | ratio | ratio range | requeue CPU µs/msg | plain CPU µs/msg |${builds.before ? ' before: ratio (CPU µs/msg) |' : ''} target | met? |
+| --- | --- | --- | --- | --- | --- | --- |${builds.before ? ' --- |' : ''} --- | --- |
 ${table}
 
-Baselines: ${rows.map((r) => `${r.name}: ${r.baseline}`).join('; ')}. Not measured yet: the issue's second comparison (1 transient failure per message against RabbitMQ's TTL + DLX ladder and JetStream's \`BackOff\`).`;
+Baselines: ${rows.map((r) => `${r.name}: ${r.baseline}`).join('; ')}. The failure comparison is the section below (\`--scenario transient\`).`;
 console.log(body);
 if (!values['dry-run']) await writeResultsSection('bench/RESULTS.md', 'consumers-bench', body);
 process.exit(0);
+
+/** The transient scenario's section of bench/RESULTS.md. */
+function transientBody(input: {
+  table: string;
+  delayMs: number;
+  machine: Awaited<ReturnType<typeof describeMachine>>;
+}): string {
+  const { table, delayMs, machine: m } = input;
+  return `## Broker consumers: 1 transient failure per message, requeue vs RabbitMQ's TTL + DLX ladder and JetStream's BackOff
+
+Written by \`bench/consumers.bench.ts --scenario transient\` on ${new Date().toISOString()} (the run took ${Math.round((Date.now() - startedAt) / 1000)} s).
+
+- Command: \`npm run bench:consumers -- --scenario transient --messages ${count} --repeats ${repeats} --concurrency ${concurrency} --delay-ms ${delayMs}\`; requeue at ${describeRevision(['src', 'workers'])}, loaded from its tsc build (\`dist/\`)
+- Machine: \`${m.uname}\`; ${m.cpuModel}, ${m.cores} cores; 1-minute load average ${loadAtStart.toFixed(2)} at the start, ${(loadavg()[0] ?? 0).toFixed(2)} at the end
+- Node ${m.node}; RabbitMQ and NATS (JetStream) of the machine on loopback; requeue's retry queue on a private redis-server ${m.redis}
+- ${count} messages per run, pre-loaded; every message's first run throws, its second succeeds; prefetch / pull size ${concurrency} everywhere (requeue's retry worker: concurrency ${concurrency}); intended retry delay ${delayMs} ms, no jitter (requeue: \`strategy: 'fixed'\`, \`jitter: 0\`); median messages/s of ${repeats} runs per side (the order of the sides reversed every other round) after an untimed warm-up of each; lateness over every retry of every run.
+- msgs/s counts all ${count} messages delivered (second run succeeded), from the first message handled to the last success: with a ${delayMs} ms delay no side can beat about ${count} / (first pass + ${delayMs / 1000} s).
+- Lateness: when a message's second run started, less (its first run's failure + ${delayMs} ms). Negative is early.
+
+| broker | retry by | msgs/s to all delivered | lateness min | p50 | p99 | max |
+| --- | --- | --- | --- | --- | --- | --- |
+${table}
+`;
+}

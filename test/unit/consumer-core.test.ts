@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { classifyError, parseClassifyOptions } from '../../src/policy/classify/classify.js';
@@ -22,6 +23,28 @@ describe('consumer core', () => {
     );
   });
 
+  it('a flat, sorted set of properties (serialised without a replacer) hashes as before', () => {
+    const body = Buffer.from('{"a":1}');
+    const byHand = `sha256:${createHash('sha256').update('{"a":1,"b":"x"}\0').update(body).digest('hex')}`;
+    expect(messageDedupeKey({ body, properties: { a: 1, b: 'x' } })).toBe(byHand);
+    expect(messageDedupeKey({ body, properties: { b: 'x', a: 1 } })).toBe(byHand);
+    expect(messageDedupeKey({ body, properties: () => ({ a: 1, b: 'x' }) })).toBe(byHand);
+    // Integer-like keys come first in an object's own order: the sorting path still handles them.
+    expect(messageDedupeKey({ body, properties: { '9': 1, '10': 2 } })).toBe(
+      messageDedupeKey({ body, properties: { '10': 2, '9': 1 } }),
+    );
+    // The properties of a message with a usable id are never made.
+    expect(
+      messageDedupeKey({
+        id: 'm-1',
+        body,
+        properties: () => {
+          throw new Error('made');
+        },
+      }),
+    ).toBe('id:m-1');
+  });
+
   it('names retry queues as the stream consumer always has', () => {
     expect(defaultRetryQueueName('orders', 'billing')).toBe('orders.billing.retry');
     expect(retryQueueNameFor(['a.b:c{d}%'])).toBe('a%2Eb%3Ac%7Bd%7D%25.retry');
@@ -40,6 +63,8 @@ describe('consumer core', () => {
     expect(decodeBody(Buffer.from('{"n":1}'))).toEqual({ n: 1 });
     expect(decodeBody(Buffer.from('plain text'))).toBe('plain text');
     expect(decodeBody(Buffer.from([0xff, 0xfe, 0x00, 0x80]))).toBeUndefined();
+    // A view into a larger buffer decodes its own bytes only.
+    expect(decodeBody(new Uint8Array(Buffer.from('xx{"n":2}yy')).subarray(2, 9))).toEqual({ n: 2 });
   });
 
   it('keeps hostile headers harmless', () => {

@@ -17,9 +17,8 @@ export function readAmqpMessage(queue: string, msg: ConsumeMessage): ReadMessage
   const props = (msg.properties ?? {}) as unknown as Record<string, unknown>;
   const rawHeaders = (props.headers ?? {}) as Record<string, unknown>;
   const headers = sanitizeHeaders(rawHeaders);
-  const stableHeaders = Object.fromEntries(
-    Object.entries(headers).filter(([name]) => !deliveryHeaders.has(name)),
-  );
+  const stableHeaders = () =>
+    Object.fromEntries(Object.entries(headers).filter(([name]) => !deliveryHeaders.has(name)));
   const properties: Record<string, string | number | boolean> = {
     exchange: msg.fields.exchange,
     routingKey: msg.fields.routingKey,
@@ -50,7 +49,8 @@ export function readAmqpMessage(queue: string, msg: ConsumeMessage): ReadMessage
     id: messageDedupeKey({
       id: messageId,
       body: content,
-      properties: { ...properties, headers: stableHeaders },
+      // Only read when there is no usable message id.
+      properties: () => ({ ...properties, headers: stableHeaders() }),
     }),
     messageId,
     raw: content,

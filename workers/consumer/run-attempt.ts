@@ -21,7 +21,7 @@ export type BrokerAttemptOutcome =
  * the handler; else the handler runs. A failure comes with its hand-off job.
  * Never throws.
  */
-export async function runBrokerAttempt<B>(input: {
+export function runBrokerAttempt<B>(input: {
   read: ReadMessage;
   handler: BrokerHandler<B>;
   schema: z.ZodType<B> | undefined;
@@ -34,9 +34,45 @@ export async function runBrokerAttempt<B>(input: {
   /** The attempt number the handler sees. @defaultValue `1` (JetStream `nak` mode: the delivery count) */
   attempt?: number;
 }): Promise<BrokerAttemptOutcome> {
+  const { read, maxDeliveries } = input;
+  if (read.deliveries > maxDeliveries) {
+    return Promise.resolve(
+      failed(input, {
+        class: 'BrokerDeliveryError',
+        message: `delivered ${read.deliveries} times without being acknowledged (maxDeliveries ${maxDeliveries})`,
+      }),
+    );
+  }
+  const prepared = prepareBody(read, { maxBodyBytes: input.maxBodyBytes, schema: input.schema });
+  if (!prepared.ok) return Promise.resolve(failed(input, prepared.error));
+  // One promise and one reaction per healthy message: no async wrappers around the handler.
+  let running: Promise<void>;
+  try {
+    running = Promise.resolve(
+      input.handler(messageFromRead(read, prepared.body, input.signal, input.attempt ?? 1)),
+    );
+  } catch (err) {
+    return Promise.resolve(failed(input, captureBrokerError(err)));
+  }
+  return running.then(
+    () => succeeded,
+    (err: unknown) => failed(input, captureBrokerError(err)),
+  );
+}
+
+const succeeded: BrokerAttemptOutcome = Object.freeze({ kind: 'success' });
+
+function failed(
+  input: {
+    read: ReadMessage;
+    maxBodyBytes: number;
+    consumer: string;
+    policy: RetryPolicyInput | undefined;
+    now: () => number;
+  },
+  error: BrokerError,
+): BrokerAttemptOutcome {
   const { read, maxBodyBytes } = input;
-  const error = await attempt(input);
-  if (error === undefined) return { kind: 'success' };
   const job = brokerRetryJob({
     read,
     maxBodyBytes,
@@ -49,24 +85,4 @@ export async function runBrokerAttempt<B>(input: {
     },
   });
   return { kind: 'failed', error, job };
-}
-
-async function attempt<B>(
-  input: Parameters<typeof runBrokerAttempt<B>>[0],
-): Promise<BrokerError | undefined> {
-  const { read, maxDeliveries } = input;
-  if (read.deliveries > maxDeliveries) {
-    return {
-      class: 'BrokerDeliveryError',
-      message: `delivered ${read.deliveries} times without being acknowledged (maxDeliveries ${maxDeliveries})`,
-    };
-  }
-  const prepared = prepareBody(read, { maxBodyBytes: input.maxBodyBytes, schema: input.schema });
-  if (!prepared.ok) return prepared.error;
-  try {
-    await input.handler(messageFromRead(read, prepared.body, input.signal, input.attempt ?? 1));
-    return undefined;
-  } catch (err) {
-    return captureBrokerError(err);
-  }
 }

@@ -24,6 +24,7 @@ import {
   type NatsConsumerOptions,
 } from './consumer-config.js';
 import { loadNats } from './load.js';
+import { AckBatch } from './ack-batch.js';
 import { decideNak } from './nak-decision.js';
 import { readNatsMessage } from './read-message.js';
 
@@ -77,13 +78,13 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
   private paused = false;
   /** Messages whose handler runs: one timer tells them all `working()`. */
   private readonly running = new Set<JsMsg>();
+  /** Acks of successes, sent together once per loop turn. */
+  private readonly acks = new AckBatch();
   private workingTimer: NodeJS.Timeout | undefined;
   /** The running `consume()`: stopped on pause and close, which ends the loop's iteration. */
   private messages: ConsumerMessages | undefined;
-  /** Resolves when closing starts (wakes a loop waiting for a slot). */
-  private readonly stopped = new Promise<void>((resolve) =>
-    this.stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
-  );
+  /** Wakes the loop waiting for a free slot (a handler settled, or closing started). */
+  private slotFreed: (() => void) | undefined;
   private readyPromise: Promise<void> | undefined;
   private loopPromise: Promise<void> | undefined;
   private closePromise: Promise<void> | undefined;
@@ -159,6 +160,7 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
   private async shutdown(timeoutMs: number): Promise<void> {
     const budget = shutdownBudget(timeoutMs, this.clock);
     this.stopping.abort();
+    this.wakeLoop();
     this.unwatch?.();
     this.messages?.stop();
     const drained = await withDeadline(
@@ -170,6 +172,7 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
       this.logger.warn({ timeoutMs }, 'handlers did not finish in time; JetStream redelivers');
     }
     clearInterval(this.workingTimer);
+    this.acks.flush();
     await withDeadline(
       Promise.allSettled([
         // Flushed first: the acks just sent are fire-and-forget.
@@ -245,13 +248,16 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
         for await (const msg of messages) {
           // A slot frees when a handler settles (each run's promise never rejects).
           while (this.inflight.size >= concurrency && !this.closing)
-            await Promise.race([...this.inflight, this.stopped]);
+            await new Promise<void>((resolve) => (this.slotFreed = resolve));
           if (this.closing || this.paused) {
             // Pulled before the pause or close: back to the stream unharmed.
             msg.nak();
             continue;
           }
-          const run = this.process(msg).finally(() => this.inflight.delete(run));
+          const run = this.process(msg).finally(() => {
+            this.inflight.delete(run);
+            this.wakeLoop();
+          });
           this.inflight.add(run);
         }
       } catch (err) {
@@ -264,17 +270,25 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
     }
   }
 
+  private wakeLoop(): void {
+    const wake = this.slotFreed;
+    this.slotFreed = undefined;
+    wake?.();
+  }
+
   /** Runs one message. Never throws: a message whose hand-off failed is `nak`ed back. */
   private async process(msg: JsMsg): Promise<void> {
     const { stream } = this.config;
     const read = readNatsMessage(stream, msg);
     // A child logger only where something is logged: the healthy path makes none.
     const log = () => this.logger.child({ messageKey: read.id, deliveries: read.deliveries });
-    const key = handOffKey('nats', stream, read.id);
     this.running.add(msg);
     try {
       if (msg.redelivered) {
-        const jobId = await findHandOff({ retryQueue: this.retryQueue, dlq: this.dlq }, key);
+        const jobId = await findHandOff(
+          { retryQueue: this.retryQueue, dlq: this.dlq },
+          handOffKey('nats', stream, read.id),
+        );
         if (jobId !== undefined) {
           msg.ack();
           this.safeEmit(this.logger, 'message:already-handed-off', {
@@ -301,12 +315,18 @@ export class NatsConsumer<B = unknown> extends TypedEmitter<BrokerConsumerEvents
         ...(nakMode && { attempt: read.deliveries }),
       });
       if (outcome.kind === 'success') {
-        msg.ack();
-        this.safeEmit(this.logger, 'message:processed', {
-          source: stream,
-          id: read.id,
-          deliveries: read.deliveries,
-        });
+        // No closure per message unless someone listens.
+        this.acks.ack(
+          msg,
+          this.listenerCount('message:processed') === 0
+            ? undefined
+            : () =>
+                this.safeEmit(this.logger, 'message:processed', {
+                  source: stream,
+                  id: read.id,
+                  deliveries: read.deliveries,
+                }),
+        );
         return;
       }
       const { job, error } = outcome;

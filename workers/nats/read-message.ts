@@ -18,9 +18,10 @@ export function readNatsMessage(stream: string, msg: JsMsg): ReadMessage {
   }
   const headers = sanitizeHeaders(pairs);
   const info = msg.info;
+  // Keys in sorted order: the dedupe hash then serialises them without a replacer.
   const properties = {
-    subject: msg.subject.slice(0, 1024),
     streamSequence: info.streamSequence,
+    subject: msg.subject.slice(0, 1024),
     timestampNanos: Number(info.timestampNanos),
   };
   const natsId = headers['Nats-Msg-Id'];
