@@ -30,6 +30,8 @@ export interface ConsumerRunConfig {
   queueType: 'quorum' | 'classic';
   /** nats: how process 1 retries (process 0 always hands off). */
   natsMode: 'hand-off' | 'nak';
+  /** Each handler run takes a random 0..handlerMs ms: long enough that SIGKILLs and closes hit running work. */
+  handlerMs: number;
 }
 
 /** One published message and its planned outcome (the fixture's body). */
@@ -100,6 +102,7 @@ export class ConsumerSystem {
       DURABLE: durable,
       BROKER_URL: config.broker === 'amqp' ? vhostUrl : natsServers,
       CONCURRENCY: String(config.concurrency),
+      HANDLER_MS: String(config.handlerMs),
     };
     for (let i = 0; i < config.processes; i += 1) {
       const mode = i === 0 ? 'hand-off' : config.natsMode;

@@ -77,6 +77,7 @@ const configArb: fc.Arbitrary<ConsumerRunConfig> = fc.record({
   concurrency: fc.integer({ min: 1, max: 4 }),
   queueType: fc.constantFrom('quorum' as const, 'classic' as const),
   natsMode: fc.constantFrom('hand-off' as const, 'nak' as const),
+  handlerMs: fc.integer({ min: 5, max: 80 }),
 });
 
 /** Thrown by a run whose system disagrees with the model. */
