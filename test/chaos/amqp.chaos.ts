@@ -1,8 +1,8 @@
 /**
  * RabbitMQ consumer recovery (issue 26): CHAOS_AMQP_MESSAGES messages
- * (2,000) on a quorum queue, 20 % failing 1–3 times and 2 % for good, through
+ * (5,000) on a quorum queue, 20 % failing 1–3 times and 2 % for good, through
  * 2 consumer processes (`requeue/amqp` consumer + retry worker, concurrency 8
- * each) that are SIGKILLed at random at least CHAOS_AMQP_KILLS times (6) and
+ * each) that are SIGKILLed at random at least CHAOS_AMQP_KILLS times (10) and
  * started again, and, once mid-run, every connection of the run closed from
  * the broker's side (`rabbitmqctl close_connection`, only this run's: the
  * broker is shared). Then: 0 lost — every message succeeded or is in the DLQ,
@@ -21,8 +21,8 @@ import { amqpUrl } from '../harness/amqp.js';
 import { chaosMessages, ConsumerProcesses, outcomes } from './broker-harness.js';
 import { chaosRedis, chaosSeed, envInt, planRandom, report, sleep } from './harness.js';
 
-const count = envInt('CHAOS_AMQP_MESSAGES', 2_000);
-const minKills = envInt('CHAOS_AMQP_KILLS', 6);
+const count = envInt('CHAOS_AMQP_MESSAGES', 5_000);
+const minKills = envInt('CHAOS_AMQP_KILLS', 10);
 const seed = chaosSeed();
 const prefix = `chaos-amqp-${randomUUID().slice(0, 8)}`;
 const queue = prefix;

@@ -1,10 +1,10 @@
 /**
  * JetStream consumer recovery (issue 26): CHAOS_NATS_MESSAGES messages
- * (2,000) on a stream of a private nats-server (-js, a temp store dir, a port
+ * (5,000) on a stream of a private nats-server (-js, a temp store dir, a port
  * of its own: the machine's NATS is shared), 20 % failing 1–3 times and 2 %
  * for good, through 2 consumer processes (`requeue/nats` consumer + retry
  * worker, one in `hand-off` mode and one in `nak` mode, concurrency 8 each)
- * SIGKILLed at random at least CHAOS_NATS_KILLS times (6) and started again,
+ * SIGKILLed at random at least CHAOS_NATS_KILLS times (10) and started again,
  * and the nats-server itself restarted once mid-run. Then: 0 lost — every
  * message succeeded or is in the DLQ, never both; every permanent one dead;
  * the handler's re-runs counted; nothing pending or unacknowledged on the
@@ -25,8 +25,8 @@ import { consumerCounts, makeStream, natsTestConnection } from '../harness/nats.
 import { chaosMessages, ConsumerProcesses, outcomes } from './broker-harness.js';
 import { chaosRedis, chaosSeed, envInt, planRandom, report, sleep } from './harness.js';
 
-const count = envInt('CHAOS_NATS_MESSAGES', 2_000);
-const minKills = envInt('CHAOS_NATS_KILLS', 6);
+const count = envInt('CHAOS_NATS_MESSAGES', 5_000);
+const minKills = envInt('CHAOS_NATS_KILLS', 10);
 const seed = chaosSeed();
 const stream = 'chaos_nats';
 const durable = 'work';

@@ -15,6 +15,8 @@
  *   --time-limit MS     stop trying new sequences (and shrinking) after MS
  *   --quiesce-ms MS     how long a run may take to settle (default 20000)
  *   --verbose           print what happened in every run
+ *   --consumer-runs N   runs of the consumer model (consumer.model.ts; default: --runs, else 4)
+ *   --consumer-time-limit MS  the consumer model's time limit (default 110000)
  *
  * Anything else goes to vitest, e.g. `--reporter=json --outputFile.json=f.json`.
  */
@@ -31,6 +33,8 @@ const flags: Record<string, string> = {
   '--without': 'MODEL_WITHOUT',
   '--time-limit': 'MODEL_TIME_LIMIT_MS',
   '--quiesce-ms': 'MODEL_QUIESCE_MS',
+  '--consumer-runs': 'MODEL_CONSUMER_RUNS',
+  '--consumer-time-limit': 'MODEL_CONSUMER_TIME_LIMIT_MS',
 };
 /** Flags without a value. */
 const switches: Record<string, string> = { '--verbose': 'MODEL_VERBOSE' };

@@ -132,6 +132,26 @@ const configCases: [string, unknown, RegExp][] = [
   ['shutdownTimeoutMs over an hour', { shutdownTimeoutMs: 1e9 }, /^config\.shutdownTimeoutMs: /],
   ['logLevel verbose', { logLevel: 'verbose' }, /^config\.logLevel: /],
   [
+    'a consumer of an unknown broker',
+    { consumers: [{ broker: 'kafka' }] },
+    /^config\.consumers\.0\.broker: /,
+  ],
+  [
+    'a nats consumer without its durable',
+    { consumers: [{ broker: 'nats', stream: 'S' }] },
+    /^config\.consumers\.0\.consumer: /,
+  ],
+  [
+    'two consumers with one retry queue',
+    {
+      consumers: [
+        { broker: 'amqp', queue: 'a' },
+        { broker: 'amqp', queue: 'b', retryQueue: 'a.retry' },
+      ],
+    },
+    /config\.consumers\.1\.retryQueue/,
+  ],
+  [
     'allowPrivate "false" (a string)',
     { webhooks: { allowPrivate: 'false' } },
     /^config\.webhooks\.allowPrivate: .*expected boolean, received string/,

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { retryQueueNameFor } from '../consumer/dedupe-key.js';
 import {
   ConfigError,
   envValue,
@@ -62,6 +63,30 @@ const handlerQueueSchema = z.strictObject({
   /** With `retryOrder: 'first'`, the most of the jobs taken that may be retries moved ahead. @defaultValue `0.5` */
   retryShare: retryOrderSchema.shape.retryShare,
 });
+
+/**
+ * A broker consumer (`requeue/amqp`, `requeue/nats`) that runs elsewhere
+ * (`requeue consume`, workers/consumer/main.ts): the service watches its
+ * retry queue (counts, metrics, DLQ, dashboard) and runs no worker on it.
+ */
+const consumerQueueSchema = z.discriminatedUnion('broker', [
+  z.strictObject({
+    broker: z.literal('amqp'),
+    /** The AMQP queue the consumer reads. */
+    queue: z.string().min(1),
+    /** @defaultValue derived from `queue`, as the consumer derives it */
+    retryQueue: queueNameSchema.optional(),
+  }),
+  z.strictObject({
+    broker: z.literal('nats'),
+    /** The JetStream stream. */
+    stream: z.string().min(1),
+    /** The durable consumer. */
+    consumer: z.string().min(1),
+    /** @defaultValue derived from `stream` and `consumer`, as the consumer derives it */
+    retryQueue: queueNameSchema.optional(),
+  }),
+]);
 
 /**
  * The service's configuration, from a JSON file (`REQUEUE_CONFIG`) and the
@@ -134,6 +159,8 @@ export const serviceConfigSchema = z.strictObject({
     .prefault({}),
   /** Queues processed by handler modules. @defaultValue `[]` */
   queues: z.array(handlerQueueSchema).max(100).default([]),
+  /** Broker consumers whose retry queues the service shows (no worker runs here). @defaultValue `[]` */
+  consumers: z.array(consumerQueueSchema).max(100).default([]),
 });
 
 export type ServiceConfig = z.output<typeof serviceConfigSchema>;
@@ -237,6 +264,23 @@ export function parseServiceConfig(base: unknown, env: NodeJS.ProcessEnv = {}): 
       ? [{ label: 'config.webhooks.queue', name: config.webhooks.queue }]
       : []),
     ...config.queues.map((q, i) => ({ label: `config.queues.${i}.name`, name: q.name })),
+    ...config.consumers.map((c, i) => ({
+      label: `config.consumers.${i}.retryQueue`,
+      name: consumerRetryQueue(c).name,
+    })),
   ]);
   return config;
+}
+
+/** A watched consumer's retry queue and what it shows as its source (`<queue>` or `<stream>/<consumer>`). */
+export function consumerRetryQueue(c: ServiceConfig['consumers'][number]): {
+  name: string;
+  source: string;
+} {
+  return c.broker === 'amqp'
+    ? { name: c.retryQueue ?? retryQueueNameFor([c.queue]), source: c.queue }
+    : {
+        name: c.retryQueue ?? retryQueueNameFor([c.stream, c.consumer]),
+        source: `${c.stream}/${c.consumer}`,
+      };
 }

@@ -13,7 +13,7 @@ import { withDeadline } from '../../src/util/lifecycle.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
 import { shutdownBudget, type ShutdownBudget } from '../../src/util/signals.js';
 import { createWebhookWorker, enqueueWebhook, webhookJobSchema } from '../webhook/index.js';
-import type { ServiceConfig } from './config.js';
+import { consumerRetryQueue, type ServiceConfig } from './config.js';
 import { chooseRedis, type RedisChoice } from './embedded-redis.js';
 import { createIntakeServer, type IntakeOptions, type IntakeServer } from './http.js';
 import { messageIntake } from './messages.js';
@@ -125,6 +125,16 @@ async function startOn(
     metrics.watchQueue(queue);
   }
 
+  // Broker consumers' retry queues: watched (counts, metrics, DLQ, dashboard), run elsewhere.
+  const watched = new Map<string, { kind: 'amqp' | 'nats'; source: string }>();
+  for (const c of config.consumers) {
+    const { name, source } = consumerRetryQueue(c);
+    watched.set(name, { kind: c.broker, source });
+    const queue = createQueue(name, { connection });
+    queues.set(name, queue);
+    metrics.watchQueue(queue);
+  }
+
   let webhooks:
     | { schema: typeof webhookJobSchema; enqueue: (job: unknown) => Promise<{ id: string }> }
     | undefined;
@@ -175,7 +185,7 @@ async function startOn(
   });
   opened.push(() => server.close());
   await registerAdmin(server, {
-    queues: adminQueues(queues, workers, config),
+    queues: adminQueues(queues, workers, config, watched),
     redis: connection,
     access,
     host: config.host,
@@ -228,12 +238,17 @@ function adminQueues(
   queues: Map<string, RequeueQueue>,
   workers: RequeueWorker<unknown, unknown>[],
   config: ServiceConfig,
+  watched: Map<string, { kind: 'amqp' | 'nats'; source: string }>,
 ): AdminQueue[] {
   return [...queues].map(([name, queue]) => {
     const worker = workers.find((w) => w.name === name);
+    const consumer = watched.get(name);
     return {
       name,
-      kind: config.webhooks.enabled && name === config.webhooks.queue ? 'webhook' : 'handler',
+      kind:
+        consumer?.kind ??
+        (config.webhooks.enabled && name === config.webhooks.queue ? 'webhook' : 'handler'),
+      ...(consumer && { source: consumer.source }),
       queue,
       breaker: worker?.breakerOptions,
       budget: worker?.budgetOptions,

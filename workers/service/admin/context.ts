@@ -25,8 +25,13 @@ import { parseTime } from './schemas.js';
 /** A queue the service runs, as the admin API sees it. */
 export interface AdminQueue {
   name: string;
-  /** `webhook`: the delivery queue, whose breaker keys are endpoint ids. */
-  kind: 'webhook' | 'handler';
+  /**
+   * `webhook`: the delivery queue, whose breaker keys are endpoint ids;
+   * `amqp` / `nats`: a broker consumer's retry queue (its worker runs elsewhere).
+   */
+  kind: 'webhook' | 'handler' | 'amqp' | 'nats';
+  /** For `amqp` / `nats`: the consumer's source, the AMQP queue or `<stream>/<consumer>`. */
+  source?: string;
   queue: RequeueQueue;
   /** The workers' breaker options; undefined when the queue has no breaker. */
   breaker: BreakerOptions | undefined;

@@ -9,6 +9,7 @@ export const queuesRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (ap
       [...ctx.stores.values()].map(async (q) => ({
         name: q.name,
         kind: q.kind,
+        source: q.source ?? null,
         counts: await q.queue.counts(),
         breaker: q.breaker !== undefined,
         budget: q.budget?.kind ?? null,
@@ -21,7 +22,12 @@ export const queuesRoutes: FastifyPluginAsyncZod<AdminPluginOptions> = async (ap
     { schema: { summary: 'One queue with its counts', params: queueParams } },
     async (request) => {
       const q = ctx.storesOf(request.params.queue);
-      return { name: q.name, kind: q.kind, counts: await q.queue.counts() };
+      return {
+        name: q.name,
+        kind: q.kind,
+        source: q.source ?? null,
+        counts: await q.queue.counts(),
+      };
     },
   );
 };

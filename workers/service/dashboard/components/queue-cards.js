@@ -1,4 +1,4 @@
-// One card per queue with its counts; a click selects the queue.
+// One card per queue with its counts (and, for a broker consumer's retry queue, its source); a click selects the queue.
 import { Badge } from './badges.js';
 import { html } from '../lib/html.js';
 
@@ -16,6 +16,14 @@ export function QueueCards({ queues, selected, onSelect }) {
             ${queue.name}
             <${Badge} tone="muted">${queue.kind}<//>
           </h2>
+          ${
+            queue.source &&
+            html`<div class="queue-source" data-testid="queue-source">
+              ${`retries of ${queue.kind === 'nats' ? 'stream/consumer' : 'queue'} `}<b
+                >${queue.source}</b
+              >
+            </div>`
+          }
           <div class="counts">
             ${order
               // BullMQ's failed set stays empty under requeue (a death goes to the DLQ): shown only
