@@ -305,7 +305,7 @@ export function renderOutage(r: OutageReport, context: string): string {
     `| healthy | ${n(h.endpoints)} | ${n(h.sent)} | **${n(h.delivered)}** | ${h.duplicates} | **${h.dead}** | **${s(h.delay.p50)}** | **${s(h.delay.p99)}** | ${s(h.delay.max)} | ${s(h.lastMs)} after the first send |`,
     `| down for ${s(o.outageMs)} | ${n(d.endpoints)} | ${n(d.sent)} | **${n(d.delivered)}** | ${d.duplicates} | **${d.dead}** | after the outage: ${s(d.afterOutage.p50)} | ${s(d.afterOutage.p99)} | ${s(d.afterOutage.max)} | ${n(d.endpointsBack)} of ${n(d.endpoints)} endpoints had one within ${s(d.allEndpointsBackMs)} of the outage's end |`,
     '',
-    `- Requests to the down endpoints while down: **${n(d.requestsWhileDown)}** for ${n(d.sent)} deliveries (${(d.requestsWhileDown / Math.max(1, d.sent)).toFixed(2)} per delivery; the schedule alone would send one per step due in the outage, ${n(d.sent * stepsWithin(o.outageMs))} at most for a delivery sent at once). Breaker opens: ${n(r.breakerOpened)}; retries scheduled: ${n(r.retriesScheduled)}; deferrals: ${
+    `- Requests to the down endpoints while down: **${n(d.requestsWhileDown)}** for ${n(d.sent)} deliveries (${(d.requestsWhileDown / Math.max(1, d.sent)).toFixed(2)} per delivery; the schedule alone, without a breaker, makes ${stepsWithin(o.outageMs)} attempts in the first ${s(o.outageMs)} of a delivery: ${n(d.sent * stepsWithin(o.outageMs))} for these if all were sent at the outage's start). Breaker opens: ${n(r.breakerOpened)}; retries scheduled: ${n(r.retriesScheduled)}; deferrals: ${
       Object.entries(r.deferred)
         .map(([k, v]) => `${k} ${n(v)}`)
         .join(', ') || 'none'
