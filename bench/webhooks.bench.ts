@@ -814,7 +814,12 @@ async function main(): Promise<void> {
       process.stdout.write(`${body}\n`);
       if (options.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       if (options.resultsPath !== undefined)
-        await writeResultsSection(options.resultsPath, 'webhooks-outage', body);
+        await writeResultsSection(
+          options.resultsPath,
+          // One section per outage length: a short one beside the full one.
+          `webhooks-outage-${Math.round(options.outage.outageMs / 1000)}s`,
+          body,
+        );
       if (options.onlyOutage) return;
     }
     if (options.fanout > 0 && !options.onlyOutage) {
