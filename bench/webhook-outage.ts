@@ -298,7 +298,7 @@ export function renderOutage(r: OutageReport, context: string): string {
     '',
     context,
     '',
-    `Load: ${o.messages} messages sent with \`sendMessage\` to all ${n(o.endpoints)} registered endpoints, one every ${s(o.intervalMs)}; healthy endpoints answer 200 after ${o.latencyMs} ms; ${n(d.endpoints)} endpoints (every ${Math.round(1 / o.downShare)}th) answer 503 from the first send for ${s(o.outageMs)}, then 200. Delay: the \`sendMessage\` call → the receiver gets the request that is answered 200. Registering the endpoints took ${s(r.setupMs)}; the run took ${s(r.elapsedMs)} from the first send.`,
+    `Load: ${o.messages} messages sent with \`sendMessage\` to all ${n(o.endpoints)} registered endpoints, one every ${s(o.intervalMs)}; healthy endpoints answer 200 after ${o.latencyMs} ms; ${d.endpoints > 0 ? `${n(d.endpoints)} endpoints (spread evenly, 1 in ${Math.round(1 / o.downShare)}) answer 503 from the first send for ${s(o.outageMs)}, then 200` : 'none is down (the baseline)'}. Delay: the \`sendMessage\` call → the receiver gets the request that is answered 200. Registering the endpoints took ${s(r.setupMs)}; the run took ${s(r.elapsedMs)} from the first send.`,
     '',
     '| endpoints | count | deliveries | delivered | twice | dead | delay p50 | p99 | max | last delivery |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
