@@ -9,8 +9,9 @@
  * healthy endpoints' message → delivery delay (p50/p99/max), delivered and
  * dead for both groups, how many requests the down endpoints got while down
  * (what the breaker saves), and when their deliveries arrived after the
- * outage. The run ends when everything arrived, or `afterMs` after the
- * outage ended (what is still pending is then reported with its next try).
+ * outage. The run ends when everything arrived, or once the healthy
+ * endpoints' deliveries are in and `afterMs` has passed since the outage
+ * ended (what is still pending is then reported with its next try).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -164,6 +165,7 @@ export async function runOutage(
   const deferred: Record<string, number> = {};
   let breakerOpened = 0;
   let retriesScheduled = 0;
+  const deadOfHealthy = () => [...dead].filter((j) => !down[jobEndpoint.get(j)?.ep ?? -1]).length;
   const worker = createWebhookWorker(name, {
     connection: redisUrl,
     allowPrivate: true,
@@ -209,7 +211,8 @@ export async function runOutage(
     const now = performance.now();
     const settled = okHealthy + okDown + dead.size >= total;
     if (settled && now >= outageEnd) break;
-    if (now > outageEnd + o.afterMs) break;
+    // The cap is for the down endpoints' retries: the healthy ones are always awaited.
+    if (okHealthy + deadOfHealthy() >= healthyTotal && now > outageEnd + o.afterMs) break;
     if (now - lastLog > 15_000) {
       lastLog = now;
       log(
