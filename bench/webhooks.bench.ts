@@ -35,6 +35,7 @@ import { freePort, startRedisServer } from '../src/redis/redis-server.js';
 import { describeMachine, type Machine } from './support/machine.js';
 import { writeResultsSection } from './support/results-file.js';
 import { renderFanout, runFanout } from './webhook-fanout.js';
+import { renderOutage, runOutage, type OutageOptions } from './webhook-outage.js';
 import { describeRevision } from './support/revision.js';
 
 const usage = `Usage: node --import tsx bench/webhooks.bench.ts [options]
@@ -55,6 +56,12 @@ const usage = `Usage: node --import tsx bench/webhooks.bench.ts [options]
                           log off and on: time to the last delivery, the log's cost per
                           delivery (default 1000; 0 skips it)
   --only-fanout           run only the fan-out
+  --endpoint-outage       also run the endpoint outage: --outage-endpoints (default 10000)
+                          registered endpoints × --outage-messages (10) messages, one every
+                          --outage-interval-ms (10000), --down-share (0.05) of the endpoints
+                          answering 503 for --outage-ms (600000); stops at the latest
+                          --outage-after-ms (300000) after the outage ends
+  --only-endpoint-outage  run only the endpoint outage
 `;
 
 const caseIds = ['baseline', 'refused', '503', '429', 'hanging', 'flaky'] as const;
@@ -95,6 +102,8 @@ interface Options {
   json: boolean;
   fanout: number;
   onlyFanout: boolean;
+  outage: OutageOptions | undefined;
+  onlyOutage: boolean;
 }
 
 function parseOptions(argv: string[]): Options | 'help' | { render: string; resultsPath: string } {
@@ -115,6 +124,14 @@ function parseOptions(argv: string[]): Options | 'help' | { render: string; resu
       render: { type: 'string' },
       fanout: { type: 'string', default: '1000' },
       'only-fanout': { type: 'boolean', default: false },
+      'endpoint-outage': { type: 'boolean', default: false },
+      'only-endpoint-outage': { type: 'boolean', default: false },
+      'outage-endpoints': { type: 'string', default: '10000' },
+      'outage-messages': { type: 'string', default: '10' },
+      'outage-interval-ms': { type: 'string', default: '10000' },
+      'down-share': { type: 'string', default: '0.05' },
+      'outage-ms': { type: 'string', default: '600000' },
+      'outage-after-ms': { type: 'string', default: '300000' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -131,6 +148,11 @@ function parseOptions(argv: string[]): Options | 'help' | { render: string; resu
     const n = Number(raw);
     if (!Number.isInteger(n) || n < min)
       throw new Error(`--${flag}: must be a whole number ≥ ${min}`);
+    return n;
+  };
+  const share = (raw: string): number => {
+    const n = Number(raw);
+    if (!(n >= 0 && n <= 1)) throw new Error('--down-share: must be a number from 0 to 1');
     return n;
   };
   const cases = list(values.cases, caseIds, 'cases');
@@ -150,6 +172,19 @@ function parseOptions(argv: string[]): Options | 'help' | { render: string; resu
     json: values.json,
     fanout: whole(values.fanout, 'fanout', 0),
     onlyFanout: values['only-fanout'],
+    outage:
+      values['endpoint-outage'] || values['only-endpoint-outage']
+        ? {
+            endpoints: whole(values['outage-endpoints'], 'outage-endpoints'),
+            messages: whole(values['outage-messages'], 'outage-messages'),
+            intervalMs: whole(values['outage-interval-ms'], 'outage-interval-ms', 0),
+            downShare: share(values['down-share']),
+            outageMs: whole(values['outage-ms'], 'outage-ms', 0),
+            afterMs: whole(values['outage-after-ms'], 'outage-after-ms', 0),
+            latencyMs: 5,
+          }
+        : undefined,
+    onlyOutage: values['only-endpoint-outage'],
   };
 }
 
@@ -772,7 +807,22 @@ async function main(): Promise<void> {
     const revision = describeRevision(['src', 'workers']);
     log(`redis ${machine.redis} at ${server.url}; child logs in ${logDir}`);
     const results: CaseResult[] = [];
-    if (options.fanout > 0) {
+    if (options.outage) {
+      const report = await runOutage(server.url, admin, options.outage, log);
+      const context = `\`${commandLine()}\`, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${machine.cpuModel} × ${machine.cores} cores, Node ${machine.node}, Redis ${machine.redis} (a private server, appendonly no), load average ${machine.loadAverage.toFixed(1)} at the start and ${(loadavg()[0] ?? 0).toFixed(1)} at the end; one webhook worker in the bench's process with its defaults (only \`allowPrivate\` and the registry set), the receiver in the same process.`;
+      const body = renderOutage(report, context);
+      process.stdout.write(`${body}\n`);
+      if (options.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      if (options.resultsPath !== undefined)
+        await writeResultsSection(
+          options.resultsPath,
+          // One section per outage length: a short one beside the full one.
+          `webhooks-outage-${Math.round(options.outage.outageMs / 1000)}s`,
+          body,
+        );
+      if (options.onlyOutage) return;
+    }
+    if (options.fanout > 0 && !options.onlyOutage) {
       const fanout = await runFanout(server.url, admin, options.fanout);
       const context = `\`${commandLine()}\`, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${machine.cpuModel} × ${machine.cores} cores, Node ${machine.node}, Redis ${machine.redis} (a private server), load average ${machine.loadAverage.toFixed(1)} at the start; one webhook worker in the bench's process with its defaults, a loopback receiver, each of the ${options.fanout.toLocaleString('en-US')} endpoints registered with no type filter.`;
       const body = renderFanout(fanout, context);
