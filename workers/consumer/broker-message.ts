@@ -5,6 +5,7 @@ import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
 import type { AddOptions } from '../../src/scheduler/queue.js';
 import { captureBrokerError, type BrokerError } from './broker-error.js';
 import { brokerAttemptSchema, type BrokerAttempt } from './hand-off.js';
+import type { Republished } from './republish.js';
 import { decodeBody, messageHeadersSchema, type MessageHeaders } from './message-body.js';
 
 /**
@@ -53,6 +54,8 @@ export const brokerJobDataSchema = z.object({
   headers: messageHeadersSchema,
   properties: z.record(z.string(), propertyValue),
   brokerAttempt: brokerAttemptSchema,
+  /** The first message's id when this one was a retry republished by requeue (`x-requeue-retry-of`). */
+  retryOf: z.string().max(512).optional(),
 });
 
 /** The data of a broker message's hand-off job. */
@@ -71,6 +74,8 @@ export interface ReadMessage {
   headers: MessageHeaders;
   properties: Record<string, string | number | boolean>;
   deliveries: number;
+  /** Set when requeue republished this message as a retry (see `readRepublished`). */
+  republished?: Republished | undefined;
 }
 
 /** Why a message cannot be run at all (too big, or not valid for the schema), as a broker error; else its body. */
@@ -121,7 +126,10 @@ export function brokerRetryJob(input: {
       ...(tooBig && { bodyBytes: read.raw.length }),
       headers: read.headers,
       properties: read.properties,
-      brokerAttempt: attempt,
+      brokerAttempt: read.republished
+        ? { ...attempt, priorAttempts: read.republished.attempt - 1 }
+        : attempt,
+      ...(read.republished && { retryOf: read.republished.retryOf }),
     },
     opts: {
       idempotencyKey: handOffKey(read.broker, read.source, read.id),
