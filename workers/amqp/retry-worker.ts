@@ -104,6 +104,7 @@ async function publishConfirmed(
   target: { url: string; exchange: string; routingKey: string },
   data: BrokerJobData,
   headers: Record<string, string>,
+  mandatory = true,
 ): Promise<void> {
   const amqp = await loadAmqplib();
   const model = await amqp.connect(target.url, { timeout: 5000 });
@@ -111,7 +112,7 @@ async function publishConfirmed(
   try {
     const channel = await model.createConfirmChannel();
     channel.on('error', () => undefined);
-    // Mandatory: a message no queue takes comes back (basic.return) before its confirm.
+    // Mandatory (republish): a message no queue takes comes back (basic.return) before its confirm.
     let returned = false;
     channel.on('return', () => (returned = true));
     await new Promise<void>((resolve, reject) => {
@@ -119,7 +120,7 @@ async function publishConfirmed(
         target.exchange,
         target.routingKey,
         Buffer.from(data.body, 'base64'),
-        { persistent: true, mandatory: true, headers, ...storedProperties(data) },
+        { persistent: true, mandatory, headers, ...storedProperties(data) },
         (err: unknown) => {
           if (err)
             reject(new Error(`the broker did not confirm the publish to '${target.exchange}'`));
