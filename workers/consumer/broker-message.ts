@@ -5,7 +5,6 @@ import type { RetryPolicyInput } from '../../src/policy/retry-policy.js';
 import type { AddOptions } from '../../src/scheduler/queue.js';
 import { captureBrokerError, type BrokerError } from './broker-error.js';
 import { brokerAttemptSchema, type BrokerAttempt } from './hand-off.js';
-import type { Republished } from './republish.js';
 import { decodeBody, messageHeadersSchema, type MessageHeaders } from './message-body.js';
 
 /**
@@ -63,6 +62,16 @@ export type BrokerJobData = z.infer<typeof brokerJobDataSchema>;
 
 /** Job name of every broker hand-off job. */
 export const brokerJobName = 'broker-message';
+
+/** What a republished message's headers say (see `readRepublished`). */
+export interface Republished {
+  /** The attempt number this delivery is. */
+  attempt: number;
+  /** The dedupe key of the chain's first message. */
+  retryOf: string;
+  /** The dedupe key of this delivery. */
+  id: string;
+}
 
 /** A message as the broker consumer read it, before the handler ran. */
 export interface ReadMessage {

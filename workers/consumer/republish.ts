@@ -1,5 +1,5 @@
 import type { RequeueJob } from '../../src/scheduler/attempt/context.js';
-import type { BrokerJobData } from './broker-message.js';
+import type { BrokerJobData, Republished } from './broker-message.js';
 import { messageDedupeKey } from './dedupe-key.js';
 import type { MessageHeaders } from './message-body.js';
 
@@ -19,16 +19,6 @@ export const republishHeaderNames = {
   /** How many times requeue's DLQ replayed the chain. */
   replays: 'x-requeue-replays',
 } as const;
-
-/** What a republished message's headers say. */
-export interface Republished {
-  /** The attempt number this delivery is. */
-  attempt: number;
-  /** The dedupe key of the chain's first message. */
-  retryOf: string;
-  /** The dedupe key of this delivery. */
-  id: string;
-}
 
 const maxAttemptHeader = 10_000;
 
