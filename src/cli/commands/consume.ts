@@ -57,7 +57,7 @@ export function registerConsume(program: Command): void {
       .requiredOption('--queue <name>', 'the queue to consume (it must exist)')
       .option(
         '--republish-exchange <name>',
-        "publish due retries and DLQ replays to this exchange instead of running them here ('' or amq.default: the default exchange)",
+        'publish due retries and DLQ replays to this exchange instead of running them here (amq.default: the default exchange, straight to the queue)',
       )
       .option(
         '--republish-routing-key <key>',
@@ -81,7 +81,7 @@ export function registerConsume(program: Command): void {
         ...(republish && {
           republish: amqpRepublishTarget(
             opts.url,
-            opts.republishExchange || undefined,
+            opts.republishExchange,
             opts.republishRoutingKey,
           ),
         }),
