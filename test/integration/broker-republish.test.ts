@@ -69,6 +69,7 @@ async function retryQueueLive(name: string): Promise<number> {
 }
 
 interface Run {
+  id: string;
   attempt: number;
   headers: Readonly<Record<string, string>>;
   pid: 'consumer' | 'worker';
@@ -78,7 +79,7 @@ interface Run {
 function recorder(fails: (m: BrokerMessage) => boolean) {
   const runs: Run[] = [];
   const handlerFor = (pid: Run['pid']) => async (m: BrokerMessage) => {
-    runs.push({ attempt: m.attempt, headers: m.headers, pid });
+    runs.push({ id: m.id, attempt: m.attempt, headers: m.headers, pid });
     if (fails(m)) throw new Error('dependency down');
   };
   return { runs, handlerFor };
@@ -136,6 +137,8 @@ describe('requeue/amqp republish', () => {
     ]);
     expect(runs[1]!.headers['x-requeue-attempt']).toBe('2');
     expect(runs[1]!.headers['x-requeue-retry-of']).toBe('id:o1');
+    // The handler sees one id across the chain, to dedupe its side effects on.
+    expect(runs.map((r) => r.id)).toEqual(['id:o1', 'id:o1']);
     await waitFor('an empty retry queue', async () => (await retryQueueLive(retryQueue)) === 0);
     await consumer.close({ timeoutMs: 2000 });
     // Nothing was left unacknowledged: closing the consumer returned nothing to the queue.
@@ -231,6 +234,7 @@ describe('requeue/nats republish', () => {
     ]);
     expect(runs[1]!.headers['x-requeue-attempt']).toBe('2');
     expect(runs[1]!.headers['x-requeue-retry-of']).toBe('id:n1');
+    expect(runs.map((r) => r.id)).toEqual(['id:n1', 'id:n1']);
     await waitFor('an empty retry queue', async () => (await retryQueueLive(retryQueue)) === 0);
     await waitFor('nothing pending or unacked', async () => {
       const c = await consumerCounts(nc, stream, durable);

@@ -16,7 +16,11 @@ export interface BrokerMessage<B = unknown> {
   readonly broker: string;
   /** The AMQP queue or the JetStream stream the message came from. */
   readonly source: string;
-  /** What identifies the message across redeliveries (see `messageDedupeKey`). Dedupe side effects on it. */
+  /**
+   * What identifies the message across redeliveries and retries (see
+   * `messageDedupeKey`; a retry republished by requeue keeps the first
+   * message's). Dedupe side effects on it.
+   */
   readonly id: string;
   /** The producer's message id, when it set one. */
   readonly messageId: string | undefined;
@@ -172,7 +176,8 @@ export function messageFromJob<B>(
   return Object.freeze({
     broker: data.broker,
     source: data.source,
-    id: data.id,
+    // A republished chain keeps the first message's id for the handler.
+    id: data.retryOf ?? data.id,
     messageId: data.messageId,
     body: prepared.body,
     raw,
@@ -194,7 +199,8 @@ export function messageFromRead<B>(
   return Object.freeze({
     broker: read.broker,
     source: read.source,
-    id: read.id,
+    // A republished retry: the first message's id, so side effects dedupe across the chain.
+    id: read.republished?.retryOf ?? read.id,
     messageId: read.messageId,
     body,
     raw: read.raw,
