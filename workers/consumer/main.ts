@@ -125,12 +125,13 @@ async function main(): Promise<void> {
     connection: redisUrl,
     logger,
     ...(schema && { schema }),
+    // The worker's too: it counts a republished chain against its maxAttempts.
+    ...(policy && { policy }),
   };
   const consumerCommon = {
     ...common,
     concurrency: env.CONCURRENCY,
     autorun: false,
-    ...(policy && { policy }),
   };
   const republish =
     env.REPUBLISH ??
