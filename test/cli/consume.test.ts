@@ -275,4 +275,68 @@ describe('requeue consume: end to end', () => {
       expect(code).toBe(0);
     },
   );
+
+  it(
+    'amqp --republish-exchange amq.default and nats --republish-subject: a retry goes back through the broker and the consumer runs it with its attempt',
+    { timeout: 90_000 },
+    async () => {
+      const queue = uniqueQueueName('cli-amqp-republish');
+      await channel.assertQueue(queue, { durable: true });
+      const stream = uniqueQueueName('cli_nats_republish').replace(/-/g, '_');
+      await makeStream(nc, stream, 'work');
+      cleanups.push(async () => {
+        await channel.deleteQueue(queue);
+        await cleanQueue(redis, defaultAmqpRetryQueue(queue));
+        await deleteStream(nc, stream);
+        await cleanQueue(redis, defaultNatsRetryQueue(stream, 'work'));
+      });
+      const amqpResults = join(dir, `${queue}.txt`);
+      const natsResults = join(dir, `${stream}.txt`);
+      await publishAll(model, queue, [{ body: Buffer.from('{"n":1,"fail":1}') }]);
+      await nc.jetstream().publish(`${stream}.in`, Buffer.from('{"n":2,"fail":1}'));
+      const common = ['--handler', handler, '--policy', policy, '--shutdown-timeout-ms', '3000'];
+      const amqp = startConsume(
+        [
+          'amqp',
+          '--url',
+          amqpUrl,
+          '--queue',
+          queue,
+          '--republish-exchange',
+          'amq.default',
+          ...common,
+        ],
+        amqpResults,
+      );
+      const nats = startConsume(
+        [
+          'nats',
+          '--servers',
+          natsUrl,
+          '--stream',
+          stream,
+          '--consumer',
+          'work',
+          '--republish-subject',
+          `${stream}.again`,
+          ...common,
+        ],
+        natsResults,
+      );
+      await waitFor('the amqp retry', () => lines(amqpResults).length === 1);
+      await waitFor('the nats retry', () => lines(natsResults).length === 1);
+      // Attempt 2, run by the consumer from the republished message (routing key: the queue).
+      expect(lines(amqpResults)).toEqual([`1 2 ${queue} 2`]);
+      expect(lines(natsResults)).toEqual([`2 2 ${stream}.again 2`]);
+      await waitFor('nothing pending', async () => {
+        const c = await consumerCounts(nc, stream, 'work');
+        return c.pending === 0 && c.ackPending === 0;
+      });
+      amqp.child.kill('SIGTERM');
+      nats.child.kill('SIGTERM');
+      expect((await amqp.exited).code).toBe(0);
+      expect((await nats.exited).code).toBe(0);
+      expect((await queueCounts(channel, queue)).ready).toBe(0);
+    },
+  );
 });

@@ -87,3 +87,21 @@ export function parseAmqpConsumerConfig(
     retryQueue: parsed.retryQueue ?? defaultAmqpRetryQueue(parsed.queue),
   };
 }
+
+/**
+ * The `republish` option of `createAmqpRetryWorker` from a CLI flag or an
+ * environment variable: `exchange` `amq.default` (RabbitMQ's name for it) or
+ * none is the default exchange `''`, which routes straight to the queue
+ * named by the routing key (default: the source queue).
+ */
+export function amqpRepublishTarget(
+  url: string,
+  exchange: string | undefined,
+  routingKey: string | undefined,
+): { url: string; exchange: string; routingKey?: string } {
+  return {
+    url,
+    exchange: exchange === undefined || exchange === 'amq.default' ? '' : exchange,
+    ...(routingKey !== undefined && { routingKey }),
+  };
+}

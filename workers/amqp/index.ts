@@ -9,6 +9,7 @@
 export { AmqpConsumer, createAmqpConsumer } from './consumer.js';
 export {
   amqpConsumerConfigSchema,
+  amqpRepublishTarget,
   defaultAmqpRetryQueue,
   parseAmqpConsumerConfig,
 } from './consumer-config.js';
@@ -27,4 +28,6 @@ export type { BrokerAttempt } from '../consumer/hand-off.js';
 export type { BrokerConsumerEvents } from '../consumer/events.js';
 export type { BrokerError } from '../consumer/broker-error.js';
 export type { BrokerRetryWorkerOptions } from '../consumer/retry-worker.js';
+export { republishHeaderNames } from '../consumer/republish.js';
+export type { Republished } from '../consumer/broker-message.js';
 export type { BreakerSource } from '../consumer/breaker-watch.js';

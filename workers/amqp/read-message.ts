@@ -2,6 +2,7 @@ import type { ConsumeMessage } from 'amqplib';
 import type { ReadMessage } from '../consumer/broker-message.js';
 import { messageDedupeKey } from '../consumer/dedupe-key.js';
 import { sanitizeHeaders } from '../consumer/message-body.js';
+import { readRepublished } from '../consumer/republish.js';
 
 /** Headers the broker changes on redelivery: not part of a message's identity. */
 const deliveryHeaders = new Set(['x-delivery-count', 'x-death', 'x-first-death-reason']);
@@ -43,15 +44,20 @@ export function readAmqpMessage(queue: string, msg: ConsumeMessage): ReadMessage
         ? 2
         : 1;
   const content = Buffer.isBuffer(msg.content) ? msg.content : Buffer.alloc(0);
+  // A retry requeue republished: a fresh delivery with its own key (see republish.ts).
+  const republished = readRepublished(headers);
   return {
     broker: 'amqp',
     source: queue,
-    id: messageDedupeKey({
-      id: messageId,
-      body: content,
-      // Only read when there is no usable message id.
-      properties: () => ({ ...properties, headers: stableHeaders() }),
-    }),
+    id:
+      republished?.id ??
+      messageDedupeKey({
+        id: messageId,
+        body: content,
+        // Only read when there is no usable message id.
+        properties: () => ({ ...properties, headers: stableHeaders() }),
+      }),
+    republished,
     messageId,
     raw: content,
     headers,

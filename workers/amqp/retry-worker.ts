@@ -6,6 +6,7 @@ import {
   createBrokerRetryWorker,
   type BrokerRetryWorkerOptions,
 } from '../consumer/retry-worker.js';
+import { republishHeaders } from '../consumer/republish.js';
 import { defaultAmqpRetryQueue } from './consumer-config.js';
 import { loadAmqplib } from './load.js';
 
@@ -20,6 +21,18 @@ export interface AmqpRetryWorkerOptions<B = unknown> extends BrokerRetryWorkerOp
    * to this exchange, with publisher confirms, after requeue's DLQ has it.
    */
   deadLetterExchange?: { url: string; exchange: string; routingKey?: string };
+  /**
+   * Publish each due retry (attempt 2, 3, …, and every run of a DLQ replay)
+   * back to the broker instead of running the handler here: to `exchange`
+   * (`''`: the default exchange, straight to a queue) with `routingKey`
+   * (default: the source queue), on a confirm channel; the retry job
+   * completes once the broker confirmed the publish, and the consumer runs
+   * the message as a fresh delivery (`x-requeue-attempt` says which
+   * attempt). At least once: a crash between the confirm and the job's
+   * completion publishes the same attempt again. `url`: the broker.
+   * @defaultValue `AMQP_URL`, else `amqp://127.0.0.1:5672`
+   */
+  republish?: { url?: string; exchange: string; routingKey?: string };
 }
 
 /**
@@ -33,8 +46,22 @@ export interface AmqpRetryWorkerOptions<B = unknown> extends BrokerRetryWorkerOp
 export function createAmqpRetryWorker<B = unknown>(
   options: AmqpRetryWorkerOptions<B>,
 ): RequeueWorker<BrokerJobData, void> {
-  const { queue, retryQueue, deadLetterExchange, ...rest } = options;
-  const worker = createBrokerRetryWorker<B>(retryQueue ?? defaultAmqpRetryQueue(queue), rest);
+  const { queue, retryQueue, deadLetterExchange, republish, ...rest } = options;
+  const worker = createBrokerRetryWorker<B>(
+    retryQueue ?? defaultAmqpRetryQueue(queue),
+    rest,
+    republish &&
+      ((job) =>
+        publishConfirmed(
+          {
+            url: republish.url ?? process.env.AMQP_URL ?? 'amqp://127.0.0.1:5672',
+            exchange: republish.exchange,
+            routingKey: republish.routingKey ?? job.data.source,
+          },
+          job.data,
+          republishHeaders(job).headers,
+        )),
+  );
   if (deadLetterExchange) forwardDeadLetters(worker, deadLetterExchange, rest.logger);
   return worker;
 }
@@ -57,29 +84,75 @@ function forwardDeadLetters(
   });
 }
 
-/** One connection per dead message (they are rare): publish, wait for the broker's confirm, close. */
-async function publishDead(
+function publishDead(
   target: { url: string; exchange: string; routingKey?: string },
   data: BrokerJobData,
   reason: string,
+): Promise<void> {
+  return publishConfirmed({ ...target, routingKey: target.routingKey ?? data.source }, data, {
+    ...data.headers,
+    'x-requeue-dead-reason': reason,
+  });
+}
+
+/**
+ * One connection per message (dead messages and republished retries): publish
+ * the stored body with `headers` and the stored properties, wait for the
+ * broker's confirm, close. Throws when the broker refuses or is unreachable.
+ */
+async function publishConfirmed(
+  target: { url: string; exchange: string; routingKey: string },
+  data: BrokerJobData,
+  headers: Record<string, string>,
+  mandatory = true,
 ): Promise<void> {
   const amqp = await loadAmqplib();
   const model = await amqp.connect(target.url, { timeout: 5000 });
   model.on('error', () => undefined);
   try {
     const channel = await model.createConfirmChannel();
-    channel.publish(
-      target.exchange,
-      target.routingKey ?? data.source,
-      Buffer.from(data.body, 'base64'),
-      {
-        persistent: true,
-        headers: { ...data.headers, 'x-requeue-dead-reason': reason },
-        ...(data.messageId !== undefined && { messageId: data.messageId }),
-      },
-    );
-    await channel.waitForConfirms();
+    channel.on('error', () => undefined);
+    // Mandatory (republish): a message no queue takes comes back (basic.return) before its confirm.
+    let returned = false;
+    channel.on('return', () => (returned = true));
+    await new Promise<void>((resolve, reject) => {
+      channel.publish(
+        target.exchange,
+        target.routingKey,
+        Buffer.from(data.body, 'base64'),
+        { persistent: true, mandatory, headers, ...storedProperties(data) },
+        (err: unknown) => {
+          if (err)
+            reject(new Error(`the broker did not confirm the publish to '${target.exchange}'`));
+          else if (returned)
+            reject(
+              new Error(
+                `no queue took the publish to '${target.exchange}' with routing key '${target.routingKey}'`,
+              ),
+            );
+          else resolve();
+        },
+      );
+    });
   } finally {
     await model.close().catch(() => undefined);
   }
+}
+
+/** The AMQP properties a hand-off job kept, to publish again. */
+function storedProperties(data: BrokerJobData): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  if (data.messageId !== undefined) out.messageId = data.messageId;
+  for (const name of [
+    'contentType',
+    'contentEncoding',
+    'correlationId',
+    'type',
+    'appId',
+  ] as const) {
+    const value = data.properties[name];
+    if (typeof value === 'string') out[name] = value;
+  }
+  if (typeof data.properties.timestamp === 'number') out.timestamp = data.properties.timestamp;
+  return out;
 }

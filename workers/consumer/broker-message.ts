@@ -16,7 +16,11 @@ export interface BrokerMessage<B = unknown> {
   readonly broker: string;
   /** The AMQP queue or the JetStream stream the message came from. */
   readonly source: string;
-  /** What identifies the message across redeliveries (see `messageDedupeKey`). Dedupe side effects on it. */
+  /**
+   * What identifies the message across redeliveries and retries (see
+   * `messageDedupeKey`; a retry republished by requeue keeps the first
+   * message's). Dedupe side effects on it.
+   */
   readonly id: string;
   /** The producer's message id, when it set one. */
   readonly messageId: string | undefined;
@@ -53,6 +57,8 @@ export const brokerJobDataSchema = z.object({
   headers: messageHeadersSchema,
   properties: z.record(z.string(), propertyValue),
   brokerAttempt: brokerAttemptSchema,
+  /** The first message's id when this one was a retry republished by requeue (`x-requeue-retry-of`). */
+  retryOf: z.string().max(512).optional(),
 });
 
 /** The data of a broker message's hand-off job. */
@@ -60,6 +66,16 @@ export type BrokerJobData = z.infer<typeof brokerJobDataSchema>;
 
 /** Job name of every broker hand-off job. */
 export const brokerJobName = 'broker-message';
+
+/** What a republished message's headers say (see `readRepublished`). */
+export interface Republished {
+  /** The attempt number this delivery is. */
+  attempt: number;
+  /** The dedupe key of the chain's first message. */
+  retryOf: string;
+  /** The dedupe key of this delivery. */
+  id: string;
+}
 
 /** A message as the broker consumer read it, before the handler ran. */
 export interface ReadMessage {
@@ -71,6 +87,8 @@ export interface ReadMessage {
   headers: MessageHeaders;
   properties: Record<string, string | number | boolean>;
   deliveries: number;
+  /** Set when requeue republished this message as a retry (see `readRepublished`). */
+  republished?: Republished | undefined;
 }
 
 /** Why a message cannot be run at all (too big, or not valid for the schema), as a broker error; else its body. */
@@ -121,7 +139,10 @@ export function brokerRetryJob(input: {
       ...(tooBig && { bodyBytes: read.raw.length }),
       headers: read.headers,
       properties: read.properties,
-      brokerAttempt: attempt,
+      brokerAttempt: read.republished
+        ? { ...attempt, priorAttempts: read.republished.attempt - 1 }
+        : attempt,
+      ...(read.republished && { retryOf: read.republished.retryOf }),
     },
     opts: {
       idempotencyKey: handOffKey(read.broker, read.source, read.id),
@@ -155,7 +176,8 @@ export function messageFromJob<B>(
   return Object.freeze({
     broker: data.broker,
     source: data.source,
-    id: data.id,
+    // A republished chain keeps the first message's id for the handler.
+    id: data.retryOf ?? data.id,
     messageId: data.messageId,
     body: prepared.body,
     raw,
@@ -177,7 +199,8 @@ export function messageFromRead<B>(
   return Object.freeze({
     broker: read.broker,
     source: read.source,
-    id: read.id,
+    // A republished retry: the first message's id, so side effects dedupe across the chain.
+    id: read.republished?.retryOf ?? read.id,
     messageId: read.messageId,
     body,
     raw: read.raw,

@@ -39,6 +39,12 @@ export const brokerAttemptSchema = z.object({
    * this reason instead of scheduling a retry.
    */
   dead: z.enum(deadReasons).optional(),
+  /**
+   * Attempts made before this broker attempt: set when the message was a
+   * retry republished by requeue (`x-requeue-attempt` N gives N - 1), so a
+   * republished chain counts against `maxAttempts` as one.
+   */
+  priorAttempts: z.int().min(0).max(10_000).optional(),
 });
 
 /** The broker attempt of a hand-off job, as stored. */
@@ -57,15 +63,20 @@ export function replayBrokerAttempt(
   job: RequeueJob<unknown>,
   attempt: BrokerAttempt,
   phase: string,
+  maxAttempts = Infinity,
 ): never {
   job.annotate({
     phase,
     consumer: attempt.consumer,
     deliveries: attempt.deliveries,
     failedAt: attempt.failedAt,
+    ...(attempt.priorAttempts !== undefined && { priorAttempts: attempt.priorAttempts }),
   });
   if (attempt.dead !== undefined) {
     throw new PermanentError(attempt.error.message, { deadReason: attempt.dead });
+  }
+  if ((attempt.priorAttempts ?? 0) + 1 >= maxAttempts) {
+    throw new PermanentError(attempt.error.message, { deadReason: 'max-attempts' });
   }
   throw reviveBrokerError(attempt.error);
 }
@@ -91,14 +102,17 @@ export function createHandOffWorker<D>(
   options: HandOffWorkerOptions<D>,
 ): RequeueWorker<D, void> {
   const { attemptOf, phase, run, ...workerOptions } = options;
-  return createWorker<D, void>(
+  const worker: RequeueWorker<D, void> = createWorker<D, void>(
     queue,
     async (job) => {
-      if (isBrokerAttemptRun(job)) replayBrokerAttempt(job, attemptOf(job.data), phase);
+      if (isBrokerAttemptRun(job)) {
+        replayBrokerAttempt(job, attemptOf(job.data), phase, worker.policy.maxAttempts);
+      }
       await run(job);
     },
     workerOptions,
   );
+  return worker;
 }
 
 /** What {@link findHandOff} reads: the retry queue and its DLQ. */

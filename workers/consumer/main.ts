@@ -27,7 +27,12 @@ import type { RequeueWorker } from '../../src/scheduler/requeue-worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
 import { redactText } from '../../src/util/redact.js';
 import { closeOnSignal } from '../../src/util/signals.js';
-import { createAmqpConsumer, createAmqpRetryWorker, defaultAmqpRetryQueue } from '../amqp/index.js';
+import {
+  amqpRepublishTarget,
+  createAmqpConsumer,
+  createAmqpRetryWorker,
+  defaultAmqpRetryQueue,
+} from '../amqp/index.js';
 import { createNatsConsumer, createNatsRetryWorker, defaultNatsRetryQueue } from '../nats/index.js';
 import type { BrokerHandler } from './broker-message.js';
 
@@ -47,6 +52,14 @@ export const consumerEnvSchema = envSchema.extend({
   NATS_CONSUMER: z.string().min(1).optional(),
   /** nats: `hand-off` (requeue's retry queue) or `nak` (a delayed nak). @defaultValue `hand-off` */
   NATS_FAILURE_MODE: z.enum(['hand-off', 'nak']).default('hand-off'),
+  /** Publish due retries (and DLQ replays) back to the broker instead of running them here. @defaultValue `false`, `true` when a `*_REPUBLISH_*` variable is set */
+  REPUBLISH: envValue.boolean().optional(),
+  /** amqp: republish to this exchange (`amq.default`: the default exchange, straight to a queue). @defaultValue the default exchange */
+  AMQP_REPUBLISH_EXCHANGE: z.string().min(1).max(255).optional(),
+  /** amqp: the republish routing key. @defaultValue the source queue */
+  AMQP_REPUBLISH_ROUTING_KEY: z.string().min(1).max(255).optional(),
+  /** nats: republish to this subject. @defaultValue the message's own subject */
+  NATS_REPUBLISH_SUBJECT: z.string().min(1).max(1024).optional(),
   /** Path of a module whose default export is `async (message) => void`. */
   HANDLER: z.string().min(1),
   /** @defaultValue `amqp.<queue>.retry` / `nats.<stream>.<consumer>.retry` */
@@ -112,16 +125,44 @@ async function main(): Promise<void> {
     connection: redisUrl,
     logger,
     ...(schema && { schema }),
+    // The worker's too: it counts a republished chain against its maxAttempts.
+    ...(policy && { policy }),
   };
   const consumerCommon = {
     ...common,
     concurrency: env.CONCURRENCY,
     autorun: false,
-    ...(policy && { policy }),
   };
+  const republish =
+    env.REPUBLISH ??
+    (env.AMQP_REPUBLISH_EXCHANGE ??
+      env.AMQP_REPUBLISH_ROUTING_KEY ??
+      env.NATS_REPUBLISH_SUBJECT) !== undefined;
   const worker = amqp
-    ? createAmqpRetryWorker({ ...common, queue: source.queue! })
-    : createNatsRetryWorker({ ...common, stream: source.stream!, consumer: source.consumer! });
+    ? createAmqpRetryWorker({
+        ...common,
+        queue: source.queue!,
+        ...(republish && {
+          republish: amqpRepublishTarget(
+            source.url!,
+            env.AMQP_REPUBLISH_EXCHANGE,
+            env.AMQP_REPUBLISH_ROUTING_KEY,
+          ),
+        }),
+      })
+    : createNatsRetryWorker({
+        ...common,
+        stream: source.stream!,
+        consumer: source.consumer!,
+        ...(republish && {
+          republish: {
+            servers: source.servers!,
+            ...(env.NATS_REPUBLISH_SUBJECT !== undefined && {
+              subject: env.NATS_REPUBLISH_SUBJECT,
+            }),
+          },
+        }),
+      });
   const consumer = amqp
     ? createAmqpConsumer({
         ...consumerCommon,

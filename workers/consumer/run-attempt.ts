@@ -49,7 +49,14 @@ export function runBrokerAttempt<B>(input: {
   let running: Promise<void>;
   try {
     running = Promise.resolve(
-      input.handler(messageFromRead(read, prepared.body, input.signal, input.attempt ?? 1)),
+      input.handler(
+        messageFromRead(
+          read,
+          prepared.body,
+          input.signal,
+          input.attempt ?? read.republished?.attempt ?? 1,
+        ),
+      ),
     );
   } catch (err) {
     return Promise.resolve(failed(input, captureBrokerError(err)));

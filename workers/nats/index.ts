@@ -29,4 +29,6 @@ export type { BrokerAttempt } from '../consumer/hand-off.js';
 export type { BrokerConsumerEvents } from '../consumer/events.js';
 export type { BrokerError } from '../consumer/broker-error.js';
 export type { BrokerRetryWorkerOptions } from '../consumer/retry-worker.js';
+export { republishHeaderNames } from '../consumer/republish.js';
+export type { Republished } from '../consumer/broker-message.js';
 export type { BreakerSource } from '../consumer/breaker-watch.js';

@@ -2,6 +2,7 @@ import type { JsMsg } from 'nats';
 import type { ReadMessage } from '../consumer/broker-message.js';
 import { messageDedupeKey } from '../consumer/dedupe-key.js';
 import { sanitizeHeaders } from '../consumer/message-body.js';
+import { readRepublished } from '../consumer/republish.js';
 
 /**
  * A JetStream message as the consumer core reads it. Its id is the
@@ -26,10 +27,13 @@ export function readNatsMessage(stream: string, msg: JsMsg): ReadMessage {
   };
   const natsId = headers['Nats-Msg-Id'];
   const raw = Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength);
+  // A retry requeue republished: a fresh delivery with its own key (see republish.ts).
+  const republished = readRepublished(headers);
   return {
     broker: 'nats',
     source: stream,
-    id: messageDedupeKey({ id: natsId, body: raw, properties }),
+    id: republished?.id ?? messageDedupeKey({ id: natsId, body: raw, properties }),
+    republished,
     messageId: natsId,
     raw,
     headers,

@@ -11,6 +11,7 @@ import { closeOnSignal } from '../../util/signals.js';
 import {
   createAmqpConsumer,
   createAmqpRetryWorker,
+  amqpRepublishTarget,
   defaultAmqpRetryQueue,
 } from '../../../workers/amqp/index.js';
 import type { BrokerHandler, BrokerJobData } from '../../../workers/consumer/broker-message.js';
@@ -53,8 +54,20 @@ export function registerConsume(program: Command): void {
       .command('amqp')
       .description('Consume an AMQP (RabbitMQ) queue: classic or quorum')
       .requiredOption('--url <url>', 'the broker, e.g. amqp://guest:guest@127.0.0.1:5672')
-      .requiredOption('--queue <name>', 'the queue to consume (it must exist)'),
+      .requiredOption('--queue <name>', 'the queue to consume (it must exist)')
+      .option(
+        '--republish-exchange <name>',
+        'publish due retries and DLQ replays to this exchange instead of running them here (amq.default: the default exchange, straight to the queue)',
+      )
+      .option(
+        '--republish-routing-key <key>',
+        'the republish routing key (default: the queue); implies republishing',
+      ),
   ).action(async (opts) => {
+    const republish =
+      opts.republish === true ||
+      opts.republishExchange !== undefined ||
+      opts.republishRoutingKey !== undefined;
     const retryQueue = retryQueueFlag(opts.retryQueue, defaultAmqpRetryQueue(opts.queue));
     await run(opts, retryQueue, ({ handler, schema, flags, url, logger, connectTimeoutMs }) => {
       const worker = createAmqpRetryWorker({
@@ -65,6 +78,13 @@ export function registerConsume(program: Command): void {
         logger,
         ...(schema && { schema }),
         ...workerOptionsFrom(flags),
+        ...(republish && {
+          republish: amqpRepublishTarget(
+            opts.url,
+            opts.republishExchange,
+            opts.republishRoutingKey,
+          ),
+        }),
       });
       const consumer = createAmqpConsumer({
         url: opts.url,
@@ -101,8 +121,13 @@ export function registerConsume(program: Command): void {
         )
           .choices(['hand-off', 'nak'])
           .default('hand-off'),
+      )
+      .option(
+        '--republish-subject <subject>',
+        "publish due retries and DLQ replays to this subject instead of running them here (--republish: the message's own subject)",
       ),
   ).action(async (opts) => {
+    const republish = opts.republish === true || opts.republishSubject !== undefined;
     const retryQueue = retryQueueFlag(
       opts.retryQueue,
       defaultNatsRetryQueue(opts.stream, opts.consumer),
@@ -117,6 +142,12 @@ export function registerConsume(program: Command): void {
         logger,
         ...(schema && { schema }),
         ...workerOptionsFrom(flags),
+        ...(republish && {
+          republish: {
+            servers: opts.servers,
+            ...(opts.republishSubject !== undefined && { subject: opts.republishSubject }),
+          },
+        }),
       });
       const consumer = createNatsConsumer({
         servers: opts.servers,
@@ -146,6 +177,10 @@ function common(command: Command): Command {
         .requiredOption(
           '--handler <module>',
           'a module whose default export is async (message) => void (and may export a zod `schema` for the body)',
+        )
+        .option(
+          '--republish',
+          'publish due retries and DLQ replays back to the broker (the consumer runs them) instead of running them here',
         )
         .option(
           '--retry-queue <name>',
