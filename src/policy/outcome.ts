@@ -24,7 +24,7 @@ export type AttemptOutcome =
       /** The thrown value's stack (`stackOf` in `classify/describe-error.ts`): kept as BullMQ's `stacktrace`, shown redacted. */
       stack?: string;
     }
-  | { kind: 'dead'; death: Death; state: JobState; stack?: string }
+  | { kind: 'dead'; death: Death; state: JobState }
   | { kind: 'deferred'; retryAt: number; key: string; reason: DeferralReason; state: JobState };
 
 /**

@@ -5,6 +5,15 @@ import { sanitizeHeaders } from '../consumer/message-body.js';
 import { readRepublished } from '../consumer/republish.js';
 
 /** Headers the broker changes on redelivery: not part of a message's identity. */
+/** The string AMQP properties a hand-off keeps (and a republish sends again). */
+export const stringProperties = [
+  'contentType',
+  'contentEncoding',
+  'correlationId',
+  'type',
+  'appId',
+] as const;
+
 const deliveryHeaders = new Set(['x-delivery-count', 'x-death', 'x-first-death-reason']);
 
 /**
@@ -24,13 +33,7 @@ export function readAmqpMessage(queue: string, msg: ConsumeMessage): ReadMessage
     exchange: msg.fields.exchange,
     routingKey: msg.fields.routingKey,
   };
-  for (const name of [
-    'contentType',
-    'contentEncoding',
-    'correlationId',
-    'type',
-    'appId',
-  ] as const) {
+  for (const name of stringProperties) {
     const value = props[name];
     if (typeof value === 'string') properties[name] = value.slice(0, 1024);
   }

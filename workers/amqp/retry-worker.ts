@@ -9,6 +9,7 @@ import {
 import { republishHeaders } from '../consumer/republish.js';
 import { defaultAmqpRetryQueue } from './consumer-config.js';
 import { loadAmqplib } from './load.js';
+import { stringProperties } from './read-message.js';
 
 /** Options of {@link createAmqpRetryWorker}. */
 export interface AmqpRetryWorkerOptions<B = unknown> extends BrokerRetryWorkerOptions<B> {
@@ -143,13 +144,7 @@ async function publishConfirmed(
 function storedProperties(data: BrokerJobData): Record<string, string | number> {
   const out: Record<string, string | number> = {};
   if (data.messageId !== undefined) out.messageId = data.messageId;
-  for (const name of [
-    'contentType',
-    'contentEncoding',
-    'correlationId',
-    'type',
-    'appId',
-  ] as const) {
+  for (const name of stringProperties) {
     const value = data.properties[name];
     if (typeof value === 'string') out[name] = value;
   }

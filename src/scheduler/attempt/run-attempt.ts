@@ -253,12 +253,13 @@ async function failed<T>(
     },
     decision,
   );
-  const thrownStack = stackOf(thrown);
-  const stack = thrownStack === undefined ? {} : { stack: thrownStack };
   if (decision.kind === 'dead-letter') {
     const death = dying(decision.reason, failure.error.message, attempt, finishedAt);
-    return { attempt, meta, life, kind: 'dead', death, state: recorded.state, ...stack };
+    return { attempt, meta, life, kind: 'dead', death, state: recorded.state };
   }
+  // Kept on the retry move only (the DLQ record has the history); read once here.
+  const thrownStack = stackOf(thrown);
+  const stack = thrownStack === undefined ? {} : { stack: thrownStack };
   return {
     attempt,
     meta,
