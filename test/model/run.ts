@@ -15,6 +15,8 @@
  *   --time-limit MS     stop trying new sequences (and shrinking) after MS
  *   --quiesce-ms MS     how long a run may take to settle (default 20000)
  *   --verbose           print what happened in every run
+ *   --monitor DIR       record every Redis command (MONITOR) of each run; a failing
+ *                       run's are written to DIR/seed-S-run-N.txt
  *   --consumer-runs N   runs of the consumer model (consumer.model.ts; default: --runs, else 4)
  *   --consumer-time-limit MS  the consumer model's time limit (default 110000)
  *
@@ -34,6 +36,7 @@ const flags: Record<string, string> = {
   '--time-limit': 'MODEL_TIME_LIMIT_MS',
   '--quiesce-ms': 'MODEL_QUIESCE_MS',
   '--consumer-runs': 'MODEL_CONSUMER_RUNS',
+  '--monitor': 'MODEL_MONITOR',
   '--consumer-time-limit': 'MODEL_CONSUMER_TIME_LIMIT_MS',
 };
 /** Flags without a value. */

@@ -6,6 +6,8 @@
  * test/model/run.ts for every flag); a failure prints the seed, the path and
  * the shrunk command sequence, and the command that replays it.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, it } from 'vitest';
 import type { RedisServerHandle } from '../../src/redis/redis-server.js';
@@ -96,6 +98,11 @@ it('every job ends completed or dead, once, whatever handlers, crashes, Redis an
         if (env.MODEL_VERBOSE) console.log(`    ${real.journal.join('\n    ')}`);
         if (model.notes.includes('keyless-ids')) {
           console.log('[model] note: keyless adds got ids that are not newJobId ids');
+        }
+        if (violations.length > 0 && env.MODEL_MONITOR) {
+          const file = join(env.MODEL_MONITOR, `seed-${seed}-run-${run}.txt`);
+          writeFileSync(file, `${violations.join('\n')}\n\n${real.monitorLog().join('\n')}\n`);
+          console.log(`[model] every Redis command of run ${run}: ${file}`);
         }
         if (violations.length > 0) {
           throw new ModelViolation(

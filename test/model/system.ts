@@ -105,6 +105,8 @@ export class RealSystem {
   private readonly children: (TsChild | undefined)[] = [];
   /** What happened, in order, for a failure's report. */
   readonly journal: string[] = [];
+  private monitor: Redis | undefined;
+  private readonly monitored: string[] = [];
 
   constructor(
     readonly server: RedisServerHandle,
@@ -127,6 +129,7 @@ export class RealSystem {
 
   async start(): Promise<void> {
     await ensureReader(this.admin);
+    await this.watch();
     await Promise.all(Array.from({ length: this.config.workers }, (_, i) => this.spawn(i)));
   }
 
@@ -167,6 +170,7 @@ export class RealSystem {
     await this.server.kill();
     await this.server.restart();
     await ensureReader(this.admin);
+    await this.watch();
     this.journal.push('redis-server SIGKILLed and restarted');
   }
 
@@ -200,8 +204,37 @@ export class RealSystem {
       .join('\n');
   }
 
+  /**
+   * With MODEL_MONITOR set (`--monitor`): every command Redis runs (scripts'
+   * inner commands too) recorded from here on, for a failure's report
+   * ({@link monitorLog}); a new monitor after each restart.
+   */
+  private async watch(): Promise<void> {
+    if (!process.env.MODEL_MONITOR) return;
+    this.monitor?.disconnect();
+    const client = new Redis(this.server.url, {
+      maxRetriesPerRequest: null,
+      retryStrategy: () => null,
+    });
+    client.on('error', () => undefined);
+    const monitor = await client.monitor();
+    monitor.on('error', () => undefined);
+    monitor.on('monitor', (time: string, args: string[], source: string) => {
+      if (this.monitored.length < 200_000)
+        this.monitored.push(`${time} [${source}] ${args.join(' ')}`);
+    });
+    this.monitor = monitor;
+    client.disconnect();
+  }
+
+  /** What MODEL_MONITOR recorded, the lines naming `needle` (all when none). */
+  monitorLog(needle?: string): string[] {
+    return needle ? this.monitored.filter((l) => l.includes(needle)) : this.monitored;
+  }
+
   /** Kills the children, closes the handles and empties Redis for the next run. */
   async stop(): Promise<void> {
+    this.monitor?.disconnect();
     await Promise.all(this.children.map((c) => c?.kill('SIGKILL')));
     await Promise.allSettled([this.queue.close(), this.dlq.close()]);
     await this.admin.flushall();
