@@ -41,6 +41,24 @@ export interface RealRun {
   meanGapDrawnMs: number;
   /** What the protections did: jobs turned away (deferred), breaker openings, budget exhaustions. */
   protection: { deferred: number; opened: number; budgetExhausted: number };
+  /** With `trace`: what happened when, for finding where time goes (ms since second 0). */
+  trace?: RunTrace;
+}
+
+/** A traced run's timelines, ms since second 0. */
+export interface RunTrace {
+  /**
+   * Per attempt: [handler start, handler end, the worker's limit as it ends, outcome 1 ok / 0
+   * not, when the client's timer was due and when it fired and added the job (a first
+   * attempt; −1 otherwise)].
+   */
+  attempts: number[][];
+  /** The workers' thread: [when, how late] for every 10 ms timer that fired ≥ 20 ms late. */
+  stalls: number[][];
+  /** The server's arrivals (+ms) and answers (−ms), in order. */
+  server: number[];
+  /** The server thread's answering timers: [when, how late it fired] (ms). */
+  serverTimerLate: number[][];
 }
 
 /** The worker options a protected run adds (see {@link defaultProtections}). */
@@ -77,6 +95,8 @@ export interface RealRunOptions {
   protect?: boolean;
   /** Worker options over the defaults (to find which protection would do); only with `protect`. */
   overrides?: Protections;
+  /** Keep timelines ({@link RunTrace}); costs memory, not time. */
+  trace?: boolean;
 }
 
 const logger = createLogger({ level: 'silent' });
@@ -96,7 +116,7 @@ export async function runReal(
   connection: Redis,
   queueName: string,
   random: () => number,
-  { protect = false, overrides = {} }: RealRunOptions = {},
+  { protect = false, overrides = {}, trace = false }: RealRunOptions = {},
 ): Promise<RealRun> {
   const protections: Protections = protect
     ? { ...defaultProtections(), ...overrides }
@@ -117,6 +137,7 @@ export async function runReal(
         seconds,
         stopAtMs: params.stopAtMs,
         stopForMs: params.stopForMs,
+        trace,
       } satisfies ServerThreadData,
     },
   );
@@ -174,15 +195,34 @@ export async function runReal(
       req.end();
     });
 
+  const attemptTrace: number[][] = [];
+  const stalls: number[][] = [];
+  let limitOf = (): number => 0;
+  const addedAtOf = new Map<string, [number, number]>();
   const handler = async (job: RequeueJob<{ client: number }>): Promise<number> => {
     attempts++;
+    const startedAt = performance.now() - t0;
     const due = retryAt.get(job.id);
     if (due !== undefined) {
       retryAt.delete(job.id);
       late.push(Math.round(Date.now() - due));
     }
     const outcome = await call(params.timeoutMs);
-    const s = secondOf(performance.now());
+    const endedAt = performance.now();
+    // The limit as it stands when this attempt ends (it learns from it just after).
+    if (trace) {
+      const [dueAt, addedAt] = addedAtOf.get(job.id) ?? [-1, -1];
+      addedAtOf.delete(job.id);
+      attemptTrace.push([
+        startedAt,
+        endedAt - t0,
+        limitOf(),
+        outcome === 'ok' ? 1 : 0,
+        dueAt,
+        addedAt,
+      ]);
+    }
+    const s = secondOf(endedAt);
     if (outcome === 'ok') {
       if (s < seconds) ok[s]!++;
       return job.data.client;
@@ -204,6 +244,7 @@ export async function runReal(
     autorun: false,
     ...workerProtections,
   });
+  limitOf = () => worker.workerLimit?.limit ?? 0;
   worker.on('error', (err) => console.error(`requeue worker error: ${err.message}`));
   worker.on('retry:scheduled', (e) => retryAt.set(e.jobId, e.retryAt));
   const protection = { deferred: 0, opened: 0, budgetExhausted: 0 };
@@ -223,12 +264,17 @@ export async function runReal(
     const gap = -params.meanGapMs * Math.log(1 - random());
     gapSum += gap;
     gaps++;
+    const dueAt = performance.now() - t0 + gap;
     const timer = setTimeout(() => {
       timers.delete(timer);
       if (!running) return;
       jobs++;
+      const addedAt = performance.now() - t0;
       queue.add('request', { client }).then(
-        (added) => clientOf.set(added.id, client),
+        (added) => {
+          clientOf.set(added.id, client);
+          if (trace) addedAtOf.set(added.id, [dueAt, addedAt]);
+        },
         (err: Error) => {
           console.error(`add failed: ${err.message}`);
         },
@@ -251,10 +297,19 @@ export async function runReal(
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   t0 = performance.now();
+  let tick = t0;
+  const ticker = trace
+    ? setInterval(() => {
+        const now = performance.now();
+        if (now - tick >= 30) stalls.push([tick - t0, now - tick - 10]);
+        tick = now;
+      }, 10)
+    : undefined;
   toThread({ kind: 'start', t0Epoch: performance.timeOrigin + t0 });
   for (let client = 0; client < params.clients; client++) next(client);
   await new Promise((resolve) => setTimeout(resolve, params.durationMs));
   running = false;
+  clearInterval(ticker);
   loop.disable();
   for (const timer of timers) clearTimeout(timer);
 
@@ -295,5 +350,15 @@ export async function runReal(
     serverLoopDelayMs: server.stats.loopDelayMs,
     meanGapDrawnMs: gaps > 0 ? gapSum / gaps : 0,
     protection,
+    ...(trace
+      ? {
+          trace: {
+            attempts: attemptTrace,
+            stalls,
+            server: server.stats.trace ?? [],
+            serverTimerLate: server.stats.timerLate ?? [],
+          },
+        }
+      : {}),
   };
 }
