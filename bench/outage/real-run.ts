@@ -1,4 +1,3 @@
-import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 // The built package, as users run it (`npm run build` first; the bench script does).
@@ -12,9 +11,7 @@ import {
 } from 'requeue';
 import type { OutageParams, SecondStats } from '../../src/simulate/outage.js';
 import type { SimStrategy } from '../../src/simulate/sim-strategy.js';
-import { Worker } from 'node:worker_threads';
-import type { ServerSeconds } from './latency-server.js';
-import type { ServerThreadData, ToThread } from './server-thread.js';
+import { startServer } from './server-handle.js';
 
 /** One strategy's run against the real system. */
 export interface RealRun {
@@ -126,34 +123,13 @@ export async function runReal(
   const ok = new Int32Array(seconds);
   const errors = new Int32Array(seconds);
   const timeouts = new Int32Array(seconds);
-  // The thread's code is TypeScript: tsx's loader is registered in the thread first.
-  const entry = new URL('./server-thread.ts', import.meta.url).href;
-  const thread = new Worker(
-    `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`,
-    {
-      eval: true,
-      workerData: {
-        model: params.server,
-        seconds,
-        stopAtMs: params.stopAtMs,
-        stopForMs: params.stopForMs,
-        trace,
-      } satisfies ServerThreadData,
-    },
-  );
-  const fromThread = <T>(kind: string): Promise<T> =>
-    new Promise((resolve, reject) => {
-      const onMessage = (message: { kind: string } & T): void => {
-        if (message.kind !== kind) return;
-        thread.off('message', onMessage);
-        resolve(message);
-      };
-      thread.on('message', onMessage);
-      thread.once('error', reject);
-    });
-  const toThread = (message: ToThread): void => thread.postMessage(message);
-  const { url } = await fromThread<{ url: string }>('url');
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 4096 });
+  const server = await startServer({
+    model: params.server,
+    seconds,
+    stopAtMs: params.stopAtMs,
+    stopForMs: params.stopForMs,
+    trace,
+  });
   const policy = {
     strategy: strategy === 'none' ? params.policy.strategy : strategy,
     baseMs: strategy === 'none' ? 0 : params.policy.baseMs,
@@ -172,29 +148,6 @@ export async function runReal(
   const late: number[] = [];
   let attempts = 0;
 
-  const call = (signalMs: number): Promise<'ok' | 'timeout' | Error> =>
-    new Promise((resolve) => {
-      let settled = false;
-      const settle = (outcome: 'ok' | 'timeout' | Error): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(outcome);
-      };
-      const req = request(url, { agent, method: 'GET' }, (res) => {
-        res.resume();
-        res.on('end', () => settle(res.statusCode === 200 ? 'ok' : new Error(`${res.statusCode}`)));
-        res.on('error', (err) => settle(err));
-      });
-      // The client's timeout: it stops waiting and drops the connection; the server carries on.
-      const timer = setTimeout(() => {
-        settle('timeout');
-        req.destroy();
-      }, signalMs);
-      req.on('error', (err) => settle(err));
-      req.end();
-    });
-
   const attemptTrace: number[][] = [];
   const stalls: number[][] = [];
   let limitOf = (): number => 0;
@@ -207,7 +160,7 @@ export async function runReal(
       retryAt.delete(job.id);
       late.push(Math.round(Date.now() - due));
     }
-    const outcome = await call(params.timeoutMs);
+    const outcome = await server.call(params.timeoutMs);
     const endedAt = performance.now();
     // The limit as it stands when this attempt ends (it learns from it just after).
     if (trace) {
@@ -305,7 +258,7 @@ export async function runReal(
         tick = now;
       }, 10)
     : undefined;
-  toThread({ kind: 'start', t0Epoch: performance.timeOrigin + t0 });
+  server.start(t0);
   for (let client = 0; client < params.clients; client++) next(client);
   await new Promise((resolve) => setTimeout(resolve, params.durationMs));
   running = false;
@@ -314,14 +267,10 @@ export async function runReal(
   for (const timer of timers) clearTimeout(timer);
 
   // Unblocks the handlers waiting on a stopped server, then stops the worker.
-  const stats = fromThread<{ stats: ServerSeconds }>('stats');
-  toThread({ kind: 'close' });
-  const server = await stats;
-  await thread.terminate();
+  const seen = await server.close();
   await worker.close({ timeoutMs: 2_000 });
   await workerRun.catch(() => undefined);
   await queue.close();
-  agent.destroy();
 
   const perSecond: SecondStats[] = [];
   for (let t = 0; t < seconds; t++) {
@@ -330,7 +279,7 @@ export async function runReal(
       ok: ok[t]!,
       errors: errors[t]!,
       timeouts: timeouts[t]!,
-      concurrency: server.stats.concurrency[t]!,
+      concurrency: seen.concurrency[t]!,
     });
   }
   late.sort((a, b) => a - b);
@@ -338,16 +287,16 @@ export async function runReal(
     late[Math.min(late.length - 1, Math.floor(p * late.length))] ?? 0;
   return {
     perSecond,
-    peakConcurrency: server.stats.peak,
-    calls: server.stats.calls,
+    peakConcurrency: seen.peak,
+    calls: seen.calls,
     jobs,
     attempts,
-    abandoned: server.stats.abandoned,
-    refused: server.stats.refused,
+    abandoned: seen.abandoned,
+    refused: seen.refused,
     dead,
     retryLateMs: { p50: q(0.5), p95: q(0.95), max: late.at(-1) ?? 0, n: late.length },
     loopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
-    serverLoopDelayMs: server.stats.loopDelayMs,
+    serverLoopDelayMs: seen.loopDelayMs,
     meanGapDrawnMs: gaps > 0 ? gapSum / gaps : 0,
     protection,
     ...(trace
@@ -355,8 +304,8 @@ export async function runReal(
           trace: {
             attempts: attemptTrace,
             stalls,
-            server: server.stats.trace ?? [],
-            serverTimerLate: server.stats.timerLate ?? [],
+            server: seen.trace ?? [],
+            serverTimerLate: seen.timerLate ?? [],
           },
         }
       : {}),
