@@ -56,6 +56,8 @@ export interface RunTrace {
   server: number[];
   /** The server thread's answering timers: [when, how late it fired] (ms). */
   serverTimerLate: number[][];
+  /** The process's CPU time (both threads, user + system), sampled every second: [when, ms]. */
+  cpu: number[][];
 }
 
 /** The worker options a protected run adds (see {@link defaultProtections}). */
@@ -150,6 +152,7 @@ export async function runReal(
 
   const attemptTrace: number[][] = [];
   const stalls: number[][] = [];
+  const cpu: number[][] = [];
   let limitOf = (): number => 0;
   const addedAtOf = new Map<string, [number, number]>();
   const handler = async (job: RequeueJob<{ client: number }>): Promise<number> => {
@@ -255,6 +258,10 @@ export async function runReal(
     ? setInterval(() => {
         const now = performance.now();
         if (now - tick >= 30) stalls.push([tick - t0, now - tick - 10]);
+        if (Math.floor((now - t0) / 1000) > Math.floor((tick - t0) / 1000)) {
+          const used = process.cpuUsage();
+          cpu.push([now - t0, (used.user + used.system) / 1000]);
+        }
         tick = now;
       }, 10)
     : undefined;
@@ -306,6 +313,7 @@ export async function runReal(
             stalls,
             server: seen.trace ?? [],
             serverTimerLate: seen.timerLate ?? [],
+            cpu,
           },
         }
       : {}),

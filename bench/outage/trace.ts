@@ -45,6 +45,7 @@ const load0 = loadavg()[0]!;
 const redis = await startRedisServer({ appendonly: false });
 const connection = createRedis(redis.url);
 let run;
+const cpu0 = process.cpuUsage();
 try {
   run = await runReal(
     values.strategy as SimStrategy,
@@ -62,6 +63,7 @@ try {
   connection.disconnect();
   await redis.stop();
 }
+const cpu = process.cpuUsage(cpu0);
 const trace = run.trace!;
 if (values.json) writeFileSync(values.json, JSON.stringify({ params, run }));
 
@@ -150,6 +152,12 @@ for (const [t, ms] of trace.stalls) {
 const f = (x: number, d = 0): string => (Number.isFinite(x) ? x.toFixed(d) : '–');
 console.log(
   `${values.scenario} ${values.strategy} ${values.bare ? 'bare' : 'protected'} ${durationMs / 1000} s; load ${load0.toFixed(2)} → ${loadavg()[0]!.toFixed(2)}; loop p99 ${run.loopDelayMs.p99.toFixed(0)} ms max ${run.loopDelayMs.max.toFixed(0)} ms; server loop p99 ${run.serverLoopDelayMs.p99.toFixed(0)} max ${run.serverLoopDelayMs.max.toFixed(0)}`,
+);
+const from = trace.cpu.find(([t]) => t! >= 10_000);
+const to = trace.cpu.at(-1);
+const attemptsAfter = trace.attempts.filter(([, e]) => e! >= from![0]! && e! <= to![0]!).length;
+console.log(
+  `process CPU (both threads): ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms in all; from ${(from![0]! / 1000).toFixed(1)} s to ${(to![0]! / 1000).toFixed(1)} s ${(to![1]! - from![1]!).toFixed(0)} ms for ${attemptsAfter} attempts: ${((1000 * (to![1]! - from![1]!)) / attemptsAfter).toFixed(0)} µs per attempt`,
 );
 console.log(
   't | ok | server arrivals | answers | in flight min/mean/max | limit min–max | handlers max | stall max / sum (ms)',
