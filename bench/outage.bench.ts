@@ -21,7 +21,10 @@
  * job that key) to find which protection would do; such runs are printed, not
  * written. `--scenario overload` runs the steady overload instead
  * (bench/outage/scenarios.ts: the same clients, ~2× the server's best, no
- * stop) and reports goodput against the server's best.
+ * stop) and reports goodput against the server's best, and, before each
+ * protected run, against a plain client at the knee in the same run
+ * (bench/outage/plain-run.ts: no queue, no Redis), the most this machine
+ * gets from the server at that moment.
  *
  * `npm run bench:outage` (builds first), or
  * `node --import tsx bench/outage.bench.ts [--scale 0.5] [--strategies fixed,exponential]
@@ -41,6 +44,7 @@ import type * as Random from '../src/util/random.js';
 import type * as Connection from '../src/redis/connection.js';
 import type * as RedisServer from '../src/redis/redis-server.js';
 import type { SimStrategy } from '../src/simulate/sim-strategy.js';
+import { runPlain, type PlainRun } from './outage/plain-run.js';
 import { defaultProtections, runReal, type Protections, type RealRun } from './outage/real-run.js';
 import { figures, perSecondTable, summaryTable, type Run } from './outage/report.js';
 import {
@@ -144,9 +148,19 @@ const redis = await startRedisServer({ appendonly: false });
 const connection = createRedis(redis.url);
 const machine = await describeMachine(connection);
 const real = new Map<string, RealRun>();
+const plain = new Map<string, PlainRun>();
+// The overload's same-run reference, just before each protected run: a plain client at the knee.
+const plainMs = 20_000;
+const plainFromS = 5;
 try {
   for (const [i, strategy] of strategies.entries()) {
     for (const on of protect ? [false, true] : [false]) {
+      if (scenario === 'overload' && on) {
+        process.stderr.write(`plain client at the knee (${plainMs / 1000} s) … `);
+        const t = performance.now();
+        plain.set(strategy, await runPlain(params, best.concurrency, plainMs, plainFromS));
+        process.stderr.write(`${((performance.now() - t) / 1000).toFixed(0)} s\n`);
+      }
       await connection.flushall();
       // A connection per run: a worker's forced close (its 2 s ran out) can close the one it was given.
       const runConnection = createRedis(redis.url);
@@ -212,8 +226,14 @@ for (const [i, strategy] of strategies.entries()) {
     rows.push({ strategy, run, f: figures(scenario, run, p, rule) });
   }
   const mine = rows.filter((r) => r.strategy === strategy);
+  const plainRef = plain.get(strategy);
+  const protectedRow = mine.find((r) => r.run.side === 'real, protected');
+  const ofPlain =
+    plainRef && protectedRow
+      ? `; real, protected, against the plain client at the knee just before it: ${((100 * protectedRow.f.goodput) / plainRef.goodput).toFixed(0)} %`
+      : '';
   headline.push(
-    `| ${strategy} | ${mine.map((r) => `${r.run.side}: ${verdictWord(r.f)}`).join('; ')} |`,
+    `| ${strategy} | ${mine.map((r) => `${r.run.side}: ${verdictWord(r.f)}`).join('; ')}${ofPlain} |`,
   );
   const realRuns = protect ? [bare, real.get(`${strategy}:true`)!] : [bare];
   const notes = realRuns.map(
@@ -225,6 +245,12 @@ for (const [i, strategy] of strategies.entries()) {
       `event-loop delay of the workers' thread p99 ${r.loopDelayMs.p99.toFixed(0)} ms, max ${r.loopDelayMs.max.toFixed(0)} ms; ` +
       `of the server's thread p99 ${r.serverLoopDelayMs.p99.toFixed(0)} ms, max ${r.serverLoopDelayMs.max.toFixed(0)} ms.`,
   );
+  if (plainRef)
+    notes.push(
+      `Plain client at the knee, just before the protected run (${best.concurrency} callers, each calling again the moment its answer arrives; no queue, no Redis; ${plainMs / 1000} s): ` +
+        `**${plainRef.goodput.toFixed(1)} ok/s** from ${plainFromS} s (${((100 * plainRef.goodput) / best.perSecond).toFixed(0)} % of the computed best); per second ${plainRef.ok.join(', ')}; ` +
+        `event-loop delay of the server's thread p99 ${plainRef.loopDelayMs.p99.toFixed(0)} ms, max ${plainRef.loopDelayMs.max.toFixed(0)} ms.`,
+    );
   sections.push(
     `### ${strategy}: per second (sim: simulator, real: requeue; P: protected)\n\n` +
       `${notes.join('\n\n')}\n\n${perSecondTable(runs, params)}`,

@@ -16,6 +16,10 @@ export interface ServerSeconds {
   peak: number;
   /** The server thread's event-loop delay over the run, ms. */
   loopDelayMs: { p99: number; max: number };
+  /** With `trace`: each arrival (+ms since second 0) and each answer (−ms), in order. */
+  trace?: number[];
+  /** With `trace`: per check that answered something, [when (ms since second 0), how late its timer fired (ms)]. */
+  timerLate?: number[][];
 }
 
 /** setTimeout's longest delay (2³¹ − 1 ms); a longer one fires at once. */
@@ -54,6 +58,7 @@ export class LatencyServer {
   constructor(
     private readonly model: ServerModel,
     seconds: number,
+    trace = false,
   ) {
     this.stats = {
       concurrency: new Int32Array(seconds),
@@ -62,6 +67,7 @@ export class LatencyServer {
       refused: 0,
       peak: 0,
       loopDelayMs: { p99: 0, max: 0 },
+      ...(trace ? { trace: [], timerLate: [] } : {}),
     };
     this.http = createServer({ keepAlive: true }, (req, res) => this.onRequest(req, res));
     this.http.keepAliveTimeout = 60_000;
@@ -92,7 +98,10 @@ export class LatencyServer {
     this.pausedMs += now - this.stoppedAt;
     this.running = true;
     const start = this.serverNow(now);
-    for (const res of this.backlog) this.inFlight.push({ res, start });
+    for (const res of this.backlog) {
+      this.inFlight.push({ res, start });
+      this.stats.trace?.push(now - this.t0);
+    }
     this.backlog.length = 0;
     this.note(now);
     this.schedule(now);
@@ -122,6 +131,7 @@ export class LatencyServer {
     if (this.running) {
       this.stats.calls++;
       this.inFlight.push({ res, start: this.serverNow(now) });
+      this.stats.trace?.push(now - this.t0);
       this.note(now);
       this.schedule(now);
     } else if (this.backlog.length < this.model.backlog) {
@@ -149,16 +159,19 @@ export class LatencyServer {
 
   /** Answers every request whose time has come, oldest first, as the concurrency falls. */
   private complete(): void {
+    const dueAt = this.checkAt;
     this.timer = undefined;
     this.checkAt = Infinity;
     if (!this.running) return;
     const now = performance.now();
+    this.stats.timerLate?.push([now - this.t0, now - dueAt]);
     const serverNow = this.serverNow(now);
     while (this.length() > 0) {
       const work = this.inFlight[this.head]!;
       if (serverNow < work.start + this.latency(this.length()) - 1e-6) break;
       this.inFlight[this.head] = undefined as never;
       this.head++;
+      this.stats.trace?.push(-(now - this.t0) - 1e-3);
       if (work.res.destroyed || work.res.socket === null || work.res.socket.destroyed) {
         this.stats.abandoned++;
       } else {

@@ -1,4 +1,3 @@
-import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 // The built package, as users run it (`npm run build` first; the bench script does).
@@ -12,9 +11,7 @@ import {
 } from 'requeue';
 import type { OutageParams, SecondStats } from '../../src/simulate/outage.js';
 import type { SimStrategy } from '../../src/simulate/sim-strategy.js';
-import { Worker } from 'node:worker_threads';
-import type { ServerSeconds } from './latency-server.js';
-import type { ServerThreadData, ToThread } from './server-thread.js';
+import { startServer } from './server-handle.js';
 
 /** One strategy's run against the real system. */
 export interface RealRun {
@@ -41,6 +38,26 @@ export interface RealRun {
   meanGapDrawnMs: number;
   /** What the protections did: jobs turned away (deferred), breaker openings, budget exhaustions. */
   protection: { deferred: number; opened: number; budgetExhausted: number };
+  /** With `trace`: what happened when, for finding where time goes (ms since second 0). */
+  trace?: RunTrace;
+}
+
+/** A traced run's timelines, ms since second 0. */
+export interface RunTrace {
+  /**
+   * Per attempt: [handler start, handler end, the worker's limit as it ends, outcome 1 ok / 0
+   * not, when the client's timer was due and when it fired and added the job (a first
+   * attempt; −1 otherwise)].
+   */
+  attempts: number[][];
+  /** The workers' thread: [when, how late] for every 10 ms timer that fired ≥ 20 ms late. */
+  stalls: number[][];
+  /** The server's arrivals (+ms) and answers (−ms), in order. */
+  server: number[];
+  /** The server thread's answering timers: [when, how late it fired] (ms). */
+  serverTimerLate: number[][];
+  /** The process's CPU time (both threads, user + system), sampled every second: [when, ms]. */
+  cpu: number[][];
 }
 
 /** The worker options a protected run adds (see {@link defaultProtections}). */
@@ -77,6 +94,8 @@ export interface RealRunOptions {
   protect?: boolean;
   /** Worker options over the defaults (to find which protection would do); only with `protect`. */
   overrides?: Protections;
+  /** Keep timelines ({@link RunTrace}); costs memory, not time. */
+  trace?: boolean;
 }
 
 const logger = createLogger({ level: 'silent' });
@@ -96,7 +115,7 @@ export async function runReal(
   connection: Redis,
   queueName: string,
   random: () => number,
-  { protect = false, overrides = {} }: RealRunOptions = {},
+  { protect = false, overrides = {}, trace = false }: RealRunOptions = {},
 ): Promise<RealRun> {
   const protections: Protections = protect
     ? { ...defaultProtections(), ...overrides }
@@ -106,33 +125,13 @@ export async function runReal(
   const ok = new Int32Array(seconds);
   const errors = new Int32Array(seconds);
   const timeouts = new Int32Array(seconds);
-  // The thread's code is TypeScript: tsx's loader is registered in the thread first.
-  const entry = new URL('./server-thread.ts', import.meta.url).href;
-  const thread = new Worker(
-    `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`,
-    {
-      eval: true,
-      workerData: {
-        model: params.server,
-        seconds,
-        stopAtMs: params.stopAtMs,
-        stopForMs: params.stopForMs,
-      } satisfies ServerThreadData,
-    },
-  );
-  const fromThread = <T>(kind: string): Promise<T> =>
-    new Promise((resolve, reject) => {
-      const onMessage = (message: { kind: string } & T): void => {
-        if (message.kind !== kind) return;
-        thread.off('message', onMessage);
-        resolve(message);
-      };
-      thread.on('message', onMessage);
-      thread.once('error', reject);
-    });
-  const toThread = (message: ToThread): void => thread.postMessage(message);
-  const { url } = await fromThread<{ url: string }>('url');
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 4096 });
+  const server = await startServer({
+    model: params.server,
+    seconds,
+    stopAtMs: params.stopAtMs,
+    stopForMs: params.stopForMs,
+    trace,
+  });
   const policy = {
     strategy: strategy === 'none' ? params.policy.strategy : strategy,
     baseMs: strategy === 'none' ? 0 : params.policy.baseMs,
@@ -151,38 +150,35 @@ export async function runReal(
   const late: number[] = [];
   let attempts = 0;
 
-  const call = (signalMs: number): Promise<'ok' | 'timeout' | Error> =>
-    new Promise((resolve) => {
-      let settled = false;
-      const settle = (outcome: 'ok' | 'timeout' | Error): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(outcome);
-      };
-      const req = request(url, { agent, method: 'GET' }, (res) => {
-        res.resume();
-        res.on('end', () => settle(res.statusCode === 200 ? 'ok' : new Error(`${res.statusCode}`)));
-        res.on('error', (err) => settle(err));
-      });
-      // The client's timeout: it stops waiting and drops the connection; the server carries on.
-      const timer = setTimeout(() => {
-        settle('timeout');
-        req.destroy();
-      }, signalMs);
-      req.on('error', (err) => settle(err));
-      req.end();
-    });
-
+  const attemptTrace: number[][] = [];
+  const stalls: number[][] = [];
+  const cpu: number[][] = [];
+  let limitOf = (): number => 0;
+  const addedAtOf = new Map<string, [number, number]>();
   const handler = async (job: RequeueJob<{ client: number }>): Promise<number> => {
     attempts++;
+    const startedAt = performance.now() - t0;
     const due = retryAt.get(job.id);
     if (due !== undefined) {
       retryAt.delete(job.id);
       late.push(Math.round(Date.now() - due));
     }
-    const outcome = await call(params.timeoutMs);
-    const s = secondOf(performance.now());
+    const outcome = await server.call(params.timeoutMs);
+    const endedAt = performance.now();
+    // The limit as it stands when this attempt ends (it learns from it just after).
+    if (trace) {
+      const [dueAt, addedAt] = addedAtOf.get(job.id) ?? [-1, -1];
+      addedAtOf.delete(job.id);
+      attemptTrace.push([
+        startedAt,
+        endedAt - t0,
+        limitOf(),
+        outcome === 'ok' ? 1 : 0,
+        dueAt,
+        addedAt,
+      ]);
+    }
+    const s = secondOf(endedAt);
     if (outcome === 'ok') {
       if (s < seconds) ok[s]!++;
       return job.data.client;
@@ -204,6 +200,7 @@ export async function runReal(
     autorun: false,
     ...workerProtections,
   });
+  limitOf = () => worker.workerLimit?.limit ?? 0;
   worker.on('error', (err) => console.error(`requeue worker error: ${err.message}`));
   worker.on('retry:scheduled', (e) => retryAt.set(e.jobId, e.retryAt));
   const protection = { deferred: 0, opened: 0, budgetExhausted: 0 };
@@ -223,12 +220,17 @@ export async function runReal(
     const gap = -params.meanGapMs * Math.log(1 - random());
     gapSum += gap;
     gaps++;
+    const dueAt = performance.now() - t0 + gap;
     const timer = setTimeout(() => {
       timers.delete(timer);
       if (!running) return;
       jobs++;
+      const addedAt = performance.now() - t0;
       queue.add('request', { client }).then(
-        (added) => clientOf.set(added.id, client),
+        (added) => {
+          clientOf.set(added.id, client);
+          if (trace) addedAtOf.set(added.id, [dueAt, addedAt]);
+        },
         (err: Error) => {
           console.error(`add failed: ${err.message}`);
         },
@@ -251,22 +253,31 @@ export async function runReal(
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   t0 = performance.now();
-  toThread({ kind: 'start', t0Epoch: performance.timeOrigin + t0 });
+  let tick = t0;
+  const ticker = trace
+    ? setInterval(() => {
+        const now = performance.now();
+        if (now - tick >= 30) stalls.push([tick - t0, now - tick - 10]);
+        if (Math.floor((now - t0) / 1000) > Math.floor((tick - t0) / 1000)) {
+          const used = process.cpuUsage();
+          cpu.push([now - t0, (used.user + used.system) / 1000]);
+        }
+        tick = now;
+      }, 10)
+    : undefined;
+  server.start(t0);
   for (let client = 0; client < params.clients; client++) next(client);
   await new Promise((resolve) => setTimeout(resolve, params.durationMs));
   running = false;
+  clearInterval(ticker);
   loop.disable();
   for (const timer of timers) clearTimeout(timer);
 
   // Unblocks the handlers waiting on a stopped server, then stops the worker.
-  const stats = fromThread<{ stats: ServerSeconds }>('stats');
-  toThread({ kind: 'close' });
-  const server = await stats;
-  await thread.terminate();
+  const seen = await server.close();
   await worker.close({ timeoutMs: 2_000 });
   await workerRun.catch(() => undefined);
   await queue.close();
-  agent.destroy();
 
   const perSecond: SecondStats[] = [];
   for (let t = 0; t < seconds; t++) {
@@ -275,7 +286,7 @@ export async function runReal(
       ok: ok[t]!,
       errors: errors[t]!,
       timeouts: timeouts[t]!,
-      concurrency: server.stats.concurrency[t]!,
+      concurrency: seen.concurrency[t]!,
     });
   }
   late.sort((a, b) => a - b);
@@ -283,17 +294,28 @@ export async function runReal(
     late[Math.min(late.length - 1, Math.floor(p * late.length))] ?? 0;
   return {
     perSecond,
-    peakConcurrency: server.stats.peak,
-    calls: server.stats.calls,
+    peakConcurrency: seen.peak,
+    calls: seen.calls,
     jobs,
     attempts,
-    abandoned: server.stats.abandoned,
-    refused: server.stats.refused,
+    abandoned: seen.abandoned,
+    refused: seen.refused,
     dead,
     retryLateMs: { p50: q(0.5), p95: q(0.95), max: late.at(-1) ?? 0, n: late.length },
     loopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
-    serverLoopDelayMs: server.stats.loopDelayMs,
+    serverLoopDelayMs: seen.loopDelayMs,
     meanGapDrawnMs: gaps > 0 ? gapSum / gaps : 0,
     protection,
+    ...(trace
+      ? {
+          trace: {
+            attempts: attemptTrace,
+            stalls,
+            server: seen.trace ?? [],
+            serverTimerLate: seen.timerLate ?? [],
+            cpu,
+          },
+        }
+      : {}),
   };
 }

@@ -13,6 +13,8 @@ export interface ServerThreadData {
   seconds: number;
   stopAtMs: number;
   stopForMs: number;
+  /** Keep every arrival and answer time (`ServerSeconds.trace`). */
+  trace?: boolean;
 }
 
 /** Main → thread: start the clock (an absolute time, ms since the epoch), or close. */
@@ -20,7 +22,7 @@ export type ToThread = { kind: 'start'; t0Epoch: number } | { kind: 'close' };
 
 const data = workerData as ServerThreadData;
 const port = parentPort!;
-const server = new LatencyServer(data.model, data.seconds);
+const server = new LatencyServer(data.model, data.seconds, data.trace);
 const timers: NodeJS.Timeout[] = [];
 port.on('message', (message: ToThread) => {
   if (message.kind === 'start') {
