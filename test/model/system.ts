@@ -212,9 +212,11 @@ export class RealSystem {
   private async watch(): Promise<void> {
     if (!process.env.MODEL_MONITOR) return;
     this.monitor?.disconnect();
+    // No ready check and no reconnection: a monitor's lines would be read as the replies.
     const client = new Redis(this.server.url, {
       maxRetriesPerRequest: null,
       retryStrategy: () => null,
+      enableReadyCheck: false,
     });
     client.on('error', () => undefined);
     const monitor = await client.monitor();
