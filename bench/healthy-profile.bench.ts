@@ -182,7 +182,7 @@ for (let r = 0; r < rounds; r++) {
 const perJob = (us: number): string => (us / (jobs * rounds)).toFixed(2);
 const pkgs = new Set([...totals[0]!.byPkg.keys(), ...totals[1]!.byPkg.keys()]);
 process.stdout.write(
-  `self time µs/job, ${jobs} jobs × ${rounds} rounds, load ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}\n`,
+  `${values.heap ? 'bytes allocated' : 'self time µs'}/job, ${jobs} jobs × ${rounds} rounds, load ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}\n`,
 );
 process.stdout.write(`package\tBullMQ\trequeue\n`);
 for (const pkg of [...pkgs].sort())
