@@ -1,14 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
 // The built package, as users run it (`npm run build` first; the bench scripts do).
-import {
-  createLogger,
-  createQueue,
-  createWorker,
-  DeadLetterQueue,
-  type RequeueJob,
-  type RequeueQueue,
-} from 'requeue';
+import * as builtRequeue from 'requeue';
+import type { RequeueJob, RequeueQueue } from 'requeue';
 import { Countdown } from '../support/countdown.js';
 import {
   httpError,
@@ -19,61 +13,82 @@ import {
 } from './scenarios.js';
 import { chunks, type RunContext, type RunResult, type Side, type Timed } from './side.js';
 
-const logger = createLogger({ level: 'silent' });
+/** What of the package a requeue side uses (another build's `dist/src/index.js` has the same). */
+export type RequeueLibrary = Pick<
+  typeof builtRequeue,
+  'createLogger' | 'createQueue' | 'createWorker' | 'DeadLetterQueue'
+>;
 
 /** requeue: `createQueue().addBulk`, then `createWorker` with the retry policy. */
-export const requeueSide: Side = {
-  label: 'requeue',
-  async run(ctx: RunContext): Promise<RunResult> {
-    const { connection, queueName, jobs, concurrency } = ctx;
-    const failures = scenarioFailures[ctx.scenario];
-    const queue = createQueue<{ i: number }>(queueName, { connection });
-    for (const chunk of chunks(jobs)) {
-      await queue.addBulk(chunk.map((i) => ({ name: 'bench', data: { i } })));
-    }
-    if (failures.kind === 'permanent') await checkStoredOptions(queue);
+export const requeueSide: Side = requeueSideOf(builtRequeue);
 
-    const handler = async (job: RequeueJob<{ i: number }>): Promise<void> => {
-      if (failures.kind === 'permanent') throw httpError(400);
-      if (job.attempt <= failures.count) throw httpError(503);
-    };
-    const worker = createWorker(queueName, handler, {
-      connection,
-      concurrency,
-      policy: requeuePolicy,
-      logger,
-      autorun: false,
-      ...(ctx.requeue.concurrencyLimit === 'off' ? { concurrencyLimit: false as const } : {}),
-      retryOrder: ctx.requeue.retryOrder,
-      // Keep every dead job of the run, so that all of them can be replayed.
-      retention: { maxCount: Math.max(10_000, jobs) },
-    });
-    const done = new Countdown(jobs, ctx.timeoutMs, async () =>
-      JSON.stringify(await queue.counts()),
-    );
-    worker.on(failures.kind === 'permanent' ? 'job:dead-lettered' : 'job:completed', done.tick);
-    worker.on('error', (err) => console.error(`requeue worker error: ${err.message}`));
-    let closed = false;
-    try {
-      await worker.waitUntilReady();
-      const probe = ctx.probe(ctx.scenario);
-      await probe.start();
-      const startedAt = performance.now();
-      const running = worker.run();
-      const finishedAt = await done.finished.finally(() => probe.stop());
-      // Closed before the replay: a live worker would dead-letter the replayed jobs again.
-      closed = true;
-      await worker.close();
-      await running;
-      const result: RunResult = { [ctx.scenario]: { jobs, elapsedMs: finishedAt - startedAt } };
-      if (failures.kind === 'permanent') result.replay = await replayAll(queueName, ctx);
-      return result;
-    } finally {
-      if (!closed) await worker.close({ timeoutMs: 1_000 });
-      await queue.close();
-    }
+/**
+ * The requeue side with `lib` as the package: another build of it (a tree's
+ * `dist/src/index.js`) can then run beside this one in the same process.
+ */
+export function requeueSideOf(lib: RequeueLibrary, label = 'requeue'): Side {
+  const { createLogger, createQueue, createWorker, DeadLetterQueue } = lib;
+  const logger = createLogger({ level: 'silent' });
+  return {
+    label,
+    run: (ctx) => runRequeue(ctx, { createQueue, createWorker, DeadLetterQueue, logger }),
+  };
+}
+
+async function runRequeue(
+  ctx: RunContext,
+  lib: Omit<RequeueLibrary, 'createLogger'> & {
+    logger: ReturnType<RequeueLibrary['createLogger']>;
   },
-};
+): Promise<RunResult> {
+  const { createQueue, createWorker, logger } = lib;
+  const { connection, queueName, jobs, concurrency } = ctx;
+  const failures = scenarioFailures[ctx.scenario];
+  const queue = createQueue<{ i: number }>(queueName, { connection });
+  for (const chunk of chunks(jobs)) {
+    await queue.addBulk(chunk.map((i) => ({ name: 'bench', data: { i } })));
+  }
+  if (failures.kind === 'permanent') await checkStoredOptions(queue);
+
+  const handler = async (job: RequeueJob<{ i: number }>): Promise<void> => {
+    if (failures.kind === 'permanent') throw httpError(400);
+    if (job.attempt <= failures.count) throw httpError(503);
+  };
+  const worker = createWorker(queueName, handler, {
+    connection,
+    concurrency,
+    policy: requeuePolicy,
+    logger,
+    autorun: false,
+    ...(ctx.requeue.concurrencyLimit === 'off' ? { concurrencyLimit: false as const } : {}),
+    retryOrder: ctx.requeue.retryOrder,
+    // Keep every dead job of the run, so that all of them can be replayed.
+    retention: { maxCount: Math.max(10_000, jobs) },
+  });
+  const done = new Countdown(jobs, ctx.timeoutMs, async () => JSON.stringify(await queue.counts()));
+  worker.on(failures.kind === 'permanent' ? 'job:dead-lettered' : 'job:completed', done.tick);
+  worker.on('error', (err) => console.error(`requeue worker error: ${err.message}`));
+  let closed = false;
+  try {
+    await worker.waitUntilReady();
+    const probe = ctx.probe(ctx.scenario);
+    await probe.start();
+    const startedAt = performance.now();
+    const running = worker.run();
+    const finishedAt = await done.finished.finally(() => probe.stop());
+    // Closed before the replay: a live worker would dead-letter the replayed jobs again.
+    closed = true;
+    await worker.close();
+    await running;
+    const result: RunResult = { [ctx.scenario]: { jobs, elapsedMs: finishedAt - startedAt } };
+    if (failures.kind === 'permanent')
+      result.replay = await replayAll(queueName, ctx, lib.DeadLetterQueue);
+    return result;
+  } finally {
+    if (!closed) await worker.close({ timeoutMs: 1_000 });
+    await queue.close();
+  }
+}
 
 /**
  * BullMQ's replay reference adds jobs with {@link requeueStoredOptions}: fails
@@ -95,7 +110,11 @@ async function checkStoredOptions(queue: RequeueQueue<{ i: number }>): Promise<v
 }
 
 /** Times `dlq.replay({})` of every dead job of the run, in batches of {@link replayBatch}. */
-async function replayAll(queueName: string, ctx: RunContext): Promise<Timed> {
+async function replayAll(
+  queueName: string,
+  ctx: RunContext,
+  DeadLetterQueue: RequeueLibrary['DeadLetterQueue'],
+): Promise<Timed> {
   const dlq = new DeadLetterQueue(queueName, { connection: ctx.connection });
   try {
     const dead = await dlq.count();

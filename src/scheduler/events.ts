@@ -106,17 +106,22 @@ export class TypedEmitter<E extends { [K in keyof E]: unknown[] }> extends Event
    */
   safeEmit<K extends keyof E & string>(logger: Logger, event: K, ...args: E[K]): void {
     if (this.listenerCount(event) === 0) return;
-    const failed = (err: unknown): void => logger.error({ err, event }, 'event listener failed');
     for (const listener of this.rawListeners(event)) {
       try {
         const returned = (listener as (...a: unknown[]) => unknown).apply(this, args);
         // Any thenable, not only this realm's Promise: a rejection must never go unhandled.
-        if (isThenable(returned)) returned.then(undefined, failed);
+        if (isThenable(returned))
+          returned.then(undefined, (err: unknown) => listenerFailed(logger, event, err));
       } catch (err) {
-        failed(err);
+        listenerFailed(logger, event, err);
       }
     }
   }
+}
+
+/** Logs a listener's throw or rejection (a function apart: no closure per event emitted). */
+function listenerFailed(logger: Logger, event: string, err: unknown): void {
+  logger.error({ err, event }, 'event listener failed');
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

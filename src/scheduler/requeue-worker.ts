@@ -233,6 +233,8 @@ export class RequeueWorker<T = unknown, R = unknown> extends TypedEmitter<Worker
     };
     // BullMQ emits `completed` once the job is stored as completed.
     this.bull.on('completed', (job, result) => {
+      // No payload built for no one.
+      if (this.listenerCount('job:completed') === 0) return;
       this.safeEmit(this.logger, 'job:completed', {
         queue: name,
         jobId: String(job.id),

@@ -73,17 +73,30 @@ export function wrapCompletion(
     );
   };
   const completed = backend.moveToCompleted.bind(backend);
-  backend.moveToCompleted = async (job, returnValue, removeOnComplete, token, fetchNext) => {
-    if (!(returnValue instanceof StoredResult))
-      return completed(job, returnValue, removeOnComplete, token, fetchNext);
-    const args = backend.moveToCompletedArgs(
-      job,
-      returnValue.json,
-      removeOnComplete,
-      token,
-      fetchNext,
-    );
-    const result = await backend.moveToFinished(String(job.id), args);
-    return { result, finishedOn: args[backend.moveToFinishedKeys.length + 1] as number };
-  };
+  // Not an async function: most results are not a StoredResult (nothing, or a
+  // plain string or number), and BullMQ's own call is then the only frame.
+  backend.moveToCompleted = (job, returnValue, removeOnComplete, token, fetchNext) =>
+    returnValue instanceof StoredResult
+      ? completeStored(backend, job, returnValue, removeOnComplete, token, fetchNext)
+      : completed(job, returnValue, removeOnComplete, token, fetchNext);
+}
+
+/** BullMQ's `moveToCompleted` with the result's one serialisation, stored verbatim. */
+async function completeStored(
+  backend: CompletionBackend,
+  job: Job,
+  returnValue: StoredResult,
+  removeOnComplete: unknown,
+  token: string,
+  fetchNext: boolean | undefined,
+): Promise<{ result: unknown; finishedOn: number }> {
+  const args = backend.moveToCompletedArgs(
+    job,
+    returnValue.json,
+    removeOnComplete,
+    token,
+    fetchNext,
+  );
+  const result = await backend.moveToFinished(String(job.id), args);
+  return { result, finishedOn: args[backend.moveToFinishedKeys.length + 1] as number };
 }

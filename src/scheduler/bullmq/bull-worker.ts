@@ -113,6 +113,8 @@ export class BullWorker extends Worker {
 
   protected override createJob(data: JobJson, jobId: string): Job {
     const job = super.createJob(data, jobId);
+    // Most fetched jobs are first attempts: nothing captured, no lookup.
+    if (this.captured.size === 0) return job;
     const fields = this.captured.get(jobId);
     if (fields !== undefined) {
       this.captured.delete(jobId);
@@ -202,9 +204,21 @@ function stateFieldsOf(flat: readonly unknown[]): StateFields | undefined {
   let fields: StateFields | undefined;
   for (let i = 0; i + 1 < flat.length; i += 2) {
     const name = flat[i];
+    // Most of the hash is BullMQ's: turned away on its length and first two characters.
+    if (!maybeStateField(name)) continue;
     if (name !== 'rq' && name !== 'rql' && name !== 'rqo' && name !== 'rqm') continue;
     fields ??= { rq: undefined, rql: undefined, rqo: undefined, rqm: undefined };
     fields[name] = String(flat[i + 1]);
   }
   return fields;
+}
+
+/** Could `name` be one of requeue's fields (`rq…`, at most 3 characters)? Cheaper than 4 comparisons. */
+function maybeStateField(name: unknown): boolean {
+  return (
+    typeof name === 'string' &&
+    name.length <= 3 &&
+    name.charCodeAt(0) === 114 && // r
+    name.charCodeAt(1) === 113 // q
+  );
 }
