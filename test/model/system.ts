@@ -3,6 +3,7 @@
  * fsync on every write) shared by the runs of the suite, a queue per run,
  * and 1–2 child worker processes that can be SIGKILLed and restarted.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createQueue, DeadLetterQueue, type RequeueQueue } from '../../src/index.js';
@@ -105,7 +106,7 @@ export class RealSystem {
   private readonly children: (TsChild | undefined)[] = [];
   /** What happened, in order, for a failure's report. */
   readonly journal: string[] = [];
-  private monitor: Redis | undefined;
+  private monitor: ChildProcess | undefined;
   private readonly monitored: string[] = [];
 
   constructor(
@@ -211,22 +212,25 @@ export class RealSystem {
    */
   private async watch(): Promise<void> {
     if (!process.env.MODEL_MONITOR) return;
-    this.monitor?.disconnect();
-    // No ready check and no reconnection: a monitor's lines would be read as the replies.
-    const client = new Redis(this.server.url, {
-      maxRetriesPerRequest: null,
-      retryStrategy: () => null,
-      enableReadyCheck: false,
+    this.monitor?.kill('SIGKILL');
+    // redis-cli's own MONITOR: ioredis's can take a line for a reply under load.
+    const monitor = spawn('redis-cli', ['-p', String(this.server.port), 'monitor'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
     });
-    client.on('error', () => undefined);
-    const monitor = await client.monitor();
-    monitor.on('error', () => undefined);
-    monitor.on('monitor', (time: string, args: string[], source: string) => {
-      if (this.monitored.length < 200_000)
-        this.monitored.push(`${time} [${source}] ${args.join(' ')}`);
+    let rest = '';
+    monitor.stdout.on('data', (chunk: Buffer) => {
+      const lines = (rest + chunk.toString()).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) if (this.monitored.length < 200_000) this.monitored.push(line);
+    });
+    // Recording from its first line on (`OK`).
+    await new Promise<void>((resolve) => {
+      const ready = () =>
+        rest.startsWith('OK') || this.monitored.length > 0 ? resolve() : undefined;
+      monitor.stdout.on('data', ready);
+      monitor.once('exit', () => resolve());
     });
     this.monitor = monitor;
-    client.disconnect();
   }
 
   /** What MODEL_MONITOR recorded, the lines naming `needle` (all when none). */
@@ -236,7 +240,7 @@ export class RealSystem {
 
   /** Kills the children, closes the handles and empties Redis for the next run. */
   async stop(): Promise<void> {
-    this.monitor?.disconnect();
+    this.monitor?.kill('SIGKILL');
     await Promise.all(this.children.map((c) => c?.kill('SIGKILL')));
     await Promise.allSettled([this.queue.close(), this.dlq.close()]);
     await this.admin.flushall();
