@@ -17,6 +17,7 @@
 import { z } from 'zod';
 import { ConfigError, envSchema, envValue, parseConfig, presentEnv } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
+import { reportStartFailure } from '../../src/config/start-failure.js';
 import { limits } from '../../src/policy/limits.js';
 import { checkQueueSet } from '../../src/policy/queue-name.js';
 import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
@@ -25,7 +26,6 @@ import { defaultRedisUrl } from '../../src/redis/connection.js';
 import { metricsEnvShape, serveMetrics } from '../../src/scheduler/metrics-server.js';
 import type { RequeueWorker } from '../../src/scheduler/requeue-worker.js';
 import { loadHandlerModule } from '../../src/util/load-module.js';
-import { redactText } from '../../src/util/redact.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 import {
   amqpRepublishTarget,
@@ -218,14 +218,4 @@ async function main(): Promise<void> {
   });
 }
 
-main().catch((err: unknown) => {
-  // One line naming the setting; never a stack trace or a credential.
-  const message =
-    err instanceof ConfigError
-      ? err.message
-      : `could not start: ${err instanceof Error ? err.message : String(err)}`;
-  process.stderr.write(`requeue-consumer: ${redactText(message.replace(/\s*\n\s*/g, ' '))}\n`);
-  process.exitCode = err instanceof ConfigError ? 2 : 1;
-  // Open connections must not keep a failed start alive.
-  setTimeout(() => process.exit(), 1000).unref();
-});
+main().catch((err: unknown) => reportStartFailure('requeue-consumer', err));

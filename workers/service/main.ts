@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-import { ConfigError } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
-import { redactText } from '../../src/util/redact.js';
+import { reportStartFailure } from '../../src/config/start-failure.js';
 import { requireOptional, servicePackages } from '../../src/util/optional-deps.js';
 import { closeOnSignal } from '../../src/util/signals.js';
 import { loadServiceConfig } from './config.js';
@@ -29,13 +28,4 @@ async function main(): Promise<never> {
   });
 }
 
-main().catch((err: unknown) => {
-  const message =
-    err instanceof ConfigError
-      ? err.message
-      : `could not start: ${err instanceof Error ? err.message : String(err)}`;
-  process.stderr.write(`requeue: ${redactText(message.replace(/\s*\n\s*/g, ' '))}\n`);
-  process.exitCode = err instanceof ConfigError ? 2 : 1;
-  // What the start opened is closed; anything a handler module opened must not hold the exit.
-  setTimeout(() => process.exit(), 500).unref();
-});
+main().catch((err: unknown) => reportStartFailure('requeue', err, 500));

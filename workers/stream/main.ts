@@ -13,10 +13,10 @@
 import { z } from 'zod';
 import { ConfigError, envSchema, envValue, parseConfig, presentEnv } from '../../src/config/env.js';
 import { createLogger } from '../../src/config/logger.js';
+import { reportStartFailure } from '../../src/config/start-failure.js';
 import { parseRetryPolicy } from '../../src/policy/retry-policy.js';
 import { limits } from '../../src/policy/limits.js';
 import { checkQueueSet } from '../../src/policy/queue-name.js';
-import { redactText } from '../../src/util/redact.js';
 import { checkRedis } from '../../src/redis/check-redis.js';
 import { connectRedis, defaultRedisUrl } from '../../src/redis/connection.js';
 import { metricsEnvShape, serveMetrics } from '../../src/scheduler/metrics-server.js';
@@ -153,14 +153,4 @@ async function main(): Promise<void> {
   });
 }
 
-main().catch((err: unknown) => {
-  // One line naming the setting; never a stack trace or a credential.
-  const message =
-    err instanceof ConfigError
-      ? err.message
-      : `could not start: ${err instanceof Error ? err.message : String(err)}`;
-  process.stderr.write(`requeue-stream: ${redactText(message.replace(/\s*\n\s*/g, ' '))}\n`);
-  process.exitCode = err instanceof ConfigError ? 2 : 1;
-  // Open connections must not keep a failed start alive.
-  setTimeout(() => process.exit(), 1000).unref();
-});
+main().catch((err: unknown) => reportStartFailure('requeue-stream', err));
