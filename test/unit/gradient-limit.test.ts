@@ -136,6 +136,29 @@ describe('the gradient concurrency limit', () => {
     expect(s.limit).toBe(100);
   });
 
+  it('fast failures do not set the no-load latency: after 500 instant 503s, 20 ms successes climb back to the ceiling within a few windows', () => {
+    // The retry-lateness bench: 500 first attempts fail at once, then 20 ms jobs succeed.
+    let s = feed(initialGradient(o, 16), 500, 0.5, (l) => Math.floor(l), 'overload', 16);
+    expect(s.limit).toBeLessThan(5);
+    expect(s.baselineMs).toBe(Infinity);
+    let samples = 0;
+    while (s.limit < 16 && samples < 200) {
+      s = feed(s, 1, 20, (l) => Math.floor(l), 'success', 16, NOW + 1_000 + samples);
+      samples += 1;
+    }
+    // 4 → 6 → 8.4 → 11.3 → 14.7 → 16: five windows of max(3, limit) samples.
+    expect(samples).toBeLessThanOrEqual(4 + 6 + 8 + 11 + 14);
+    expect(s.limit).toBe(16);
+    expect(s.baselineMs).toBe(20);
+  });
+
+  it('a dependency failing from the very first call shrinks the limit (no success, no baseline)', () => {
+    const fast = feed(initialGradient(o, 100), 10, 1, 10, 'overload', 100);
+    expect(fast.limit).toBeLessThan(o.initial);
+    const slow = feed(initialGradient(o, 100), 10, 10_000, 10, 'overload', 100);
+    expect(slow.limit).toBeLessThan(o.initial);
+  });
+
   it('stays within [floor, ceiling] on every sample', () => {
     let s = initialGradient({ ...o, floor: 2 }, 40);
     let seed = 7;

@@ -11,6 +11,9 @@ export interface GradientState {
   readonly baselineAt: number;
   readonly samples: number;
   readonly sumMs: number;
+  /** The window's successes and their latency: only a success tells the no-load latency. */
+  readonly successes: number;
+  readonly successSumMs: number;
   /** The most attempts in flight seen in the window. */
   readonly maxInFlight: number;
 }
@@ -37,7 +40,16 @@ export const decreaseSmoothing = 0.5;
 /** The state of a worker that has seen nothing yet, its limit at `initial` within [floor, ceiling]. */
 export function initialGradient(o: Options, ceiling: number): GradientState {
   const limit = clamp(o.initial, o.floor, Math.max(o.floor, ceiling));
-  return { limit, baselineMs: Infinity, baselineAt: 0, samples: 0, sumMs: 0, maxInFlight: 0 };
+  return {
+    limit,
+    baselineMs: Infinity,
+    baselineAt: 0,
+    samples: 0,
+    sumMs: 0,
+    successes: 0,
+    successSumMs: 0,
+    maxInFlight: 0,
+  };
 }
 
 /** A {@link GradientState} its owner updates in place ({@link stepGradient}). */
@@ -56,9 +68,15 @@ export type MutableGradientState = { -readonly [K in keyof GradientState]: Gradi
  * `tolerance / (1 − 1/√limit)` × the no-load latency: past the server's
  * knee, not far past. A retryable failure, a timeout or a 429 counts as a
  * sample at least `2 × tolerance` × the baseline (overload, however fast it
- * failed); a neutral outcome (a permanent error, a deferral) is not counted.
- * The baseline may rise, so a dependency that became slower for good is
- * learnt again: at most ×2 per `relearnMs`. Every limit lies in
+ * failed; `2 × tolerance × latencyFloorMs` before any success), and a
+ * neutral outcome (a permanent error, a deferral) is not counted. The
+ * baseline is learnt from successes only: a failure that came back at once
+ * says nothing of how fast the dependency answers when it works, and taking
+ * it as the no-load latency would hold the limit down long after the
+ * dependency recovered (the retry-lateness bench: 500 instant 503s, then
+ * 20 ms successes stuck at a limit of 4–8 for half a second). The baseline
+ * may rise, so a dependency that became slower for good is learnt again: at
+ * most ×2 per `relearnMs`. Every limit lies in
  * [`floor`, `ceiling`]. A new state; the rule itself is {@link stepGradient}.
  * @see https://github.com/Netflix/concurrency-limits (GradientLimit, Gradient2Limit)
  */
@@ -90,8 +108,10 @@ export function stepGradient(
   if (signal === 'neutral') return;
   const floorMs = Math.max(1, o.latencyFloorMs);
   let latencyMs = Math.max(sampleMs, floorMs);
-  if (signal !== 'success' && Number.isFinite(state.baselineMs))
-    latencyMs = Math.max(latencyMs, 2 * o.tolerance * Math.max(state.baselineMs, floorMs));
+  if (signal === 'success') {
+    state.successes += 1;
+    state.successSumMs += latencyMs;
+  } else latencyMs = Math.max(latencyMs, 2 * o.tolerance * referenceMs(state.baselineMs, floorMs));
   const samples = state.samples + 1;
   const sumMs = state.sumMs + latencyMs;
   if (inFlight > state.maxInFlight) state.maxInFlight = inFlight;
@@ -102,10 +122,14 @@ export function stepGradient(
   }
 
   const shortMs = sumMs / samples;
-  const elapsed = Math.max(0, now - state.baselineAt);
-  const risen = state.baselineMs * 2 ** (elapsed / o.relearnMs);
-  const baselineMs = Math.min(shortMs, risen);
-  const gradient = clamp((o.tolerance * Math.max(baselineMs, floorMs)) / shortMs, 0.5, 1);
+  let baselineMs = state.baselineMs;
+  if (state.successes > 0) {
+    const elapsed = Math.max(0, now - state.baselineAt);
+    const risen = state.baselineMs * 2 ** (elapsed / o.relearnMs);
+    baselineMs = Math.min(state.successSumMs / state.successes, risen);
+    state.baselineAt = now;
+  }
+  const gradient = clamp((o.tolerance * referenceMs(baselineMs, floorMs)) / shortMs, 0.5, 1);
   const target = state.limit * gradient + Math.sqrt(state.limit);
   let limit = state.limit;
   if (target < limit) limit += decreaseSmoothing * (target - limit);
@@ -114,10 +138,16 @@ export function stepGradient(
   else if (state.maxInFlight * 2 >= limit || shortMs <= floorMs) limit = target;
   state.limit = clamp(limit, o.floor, Math.max(o.floor, ceiling));
   state.baselineMs = baselineMs;
-  state.baselineAt = now;
   state.samples = 0;
   state.sumMs = 0;
+  state.successes = 0;
+  state.successSumMs = 0;
   state.maxInFlight = 0;
+}
+
+/** The latency a window is judged against: the baseline, or `latencyFloorMs` before the first success. */
+function referenceMs(baselineMs: number, floorMs: number): number {
+  return Number.isFinite(baselineMs) ? Math.max(baselineMs, floorMs) : floorMs;
 }
 
 function clamp(x: number, low: number, high: number): number {
