@@ -51,7 +51,6 @@ import { defaultProtections, runReal, type Protections, type RealRun } from './o
 import { figures, perSecondTable, summaryTable, type Run } from './outage/report.js';
 import {
   describeParams as describe,
-  offeredPerSecond,
   scenarioParams,
   serverBest,
   type Scenario,
@@ -93,8 +92,14 @@ if (control && scenario !== 'outage') throw new Error('--control is for --scenar
 
 // The measured code is the build, like the other benches (the script builds first).
 const dist = (path: string): Promise<unknown> => import(`../dist/src/${path}` as string);
-const { simulateOutage, baselineOkPerSecond, recoverySecond, recoveryWindowS, serverLatencyMs } =
-  (await dist('simulate/outage.js')) as typeof Outage;
+const {
+  simulateOutage,
+  baselineOkPerSecond,
+  offeredOkPerSecond: offeredPerSecond,
+  recoverySecond,
+  recoveryWindowS,
+  serverLatencyMs,
+} = (await dist('simulate/outage.js')) as typeof Outage;
 const { retryPolicySchema } = (await dist('policy/retry-policy.js')) as typeof Policy;
 const { parseBreakerOptions } = (await dist('policy/breaker/breaker-options.js')) as typeof Breaker;
 const { parseBudgetOptions } = (await dist('policy/budget/budget-options.js')) as typeof Budget;
