@@ -28,7 +28,9 @@
  *
  * `npm run bench:outage` (builds first), or
  * `node --import tsx bench/outage.bench.ts [--scale 0.5] [--strategies fixed,exponential]
- * [--duration-ms 60000|50000|40000] [--scenario outage|overload] [--protect] [--protect-options '{}'] [--no-write]`.
+ * [--duration-ms 60000|50000|40000] [--scenario outage|overload] [--protect] [--protect-options '{}'] [--control] [--no-write]`.
+ * `--control` runs the outage with a 0-length stop (printed, not written): the
+ * recovery rule's control, which a server that was never stopped must pass.
  */
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -49,7 +51,6 @@ import { defaultProtections, runReal, type Protections, type RealRun } from './o
 import { figures, perSecondTable, summaryTable, type Run } from './outage/report.js';
 import {
   describeParams as describe,
-  offeredPerSecond,
   scenarioParams,
   serverBest,
   type Scenario,
@@ -69,6 +70,7 @@ const { values } = parseArgs({
     protect: { type: 'boolean', default: false },
     'protect-options': { type: 'string', default: '' },
     'no-write': { type: 'boolean', default: false },
+    control: { type: 'boolean', default: false },
   },
 });
 const scale = Number(values.scale);
@@ -80,16 +82,24 @@ const durationMs = Number(
 const seed = Number(values.seed);
 const protect = values.protect;
 const overrideText = values['protect-options'];
-const write = !values['no-write'] && overrideText === '';
+const control = values.control;
+const write = !values['no-write'] && overrideText === '' && !control;
 if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be in (0, 1], got ${values.scale}`);
 if (scenario !== 'outage' && scenario !== 'overload')
   throw new Error(`--scenario must be outage or overload, got ${values.scenario}`);
 if (overrideText !== '' && !protect) throw new Error('--protect-options needs --protect');
+if (control && scenario !== 'outage') throw new Error('--control is for --scenario outage');
 
 // The measured code is the build, like the other benches (the script builds first).
 const dist = (path: string): Promise<unknown> => import(`../dist/src/${path}` as string);
-const { simulateOutage, baselineOkPerSecond, recoverySecond, recoveryWindowS, serverLatencyMs } =
-  (await dist('simulate/outage.js')) as typeof Outage;
+const {
+  simulateOutage,
+  baselineOkPerSecond,
+  offeredOkPerSecond: offeredPerSecond,
+  recoverySecond,
+  recoveryWindowS,
+  serverLatencyMs,
+} = (await dist('simulate/outage.js')) as typeof Outage;
 const { retryPolicySchema } = (await dist('policy/retry-policy.js')) as typeof Policy;
 const { parseBreakerOptions } = (await dist('policy/breaker/breaker-options.js')) as typeof Breaker;
 const { parseBudgetOptions } = (await dist('policy/budget/budget-options.js')) as typeof Budget;
@@ -109,8 +119,10 @@ const overrides = overridesOf(overrideText);
 const protections = { ...defaultProtections(), ...overrides };
 
 const parsePolicy = (input: object): Policy.RetryPolicy => retryPolicySchema.parse(input);
-const params = scenarioParams(scenario, scale, durationMs, seed, parsePolicy);
-const reference = scenarioParams(scenario, 1, 180_000, seed, parsePolicy);
+// --control: the same outage with a 0-length stop, the recovery rule's control (a server never stopped must pass).
+const controlled = (p: OutageParams): OutageParams => (control ? { ...p, stopForMs: 0 } : p);
+const params = controlled(scenarioParams(scenario, scale, durationMs, seed, parsePolicy));
+const reference = controlled(scenarioParams(scenario, 1, 180_000, seed, parsePolicy));
 // The simulator models the breaker and the budget (one key, deferral) and the worker's
 // concurrency limit (on unless `concurrencyLimit: false`), not keyConcurrency.
 const limitOption = protections.concurrencyLimit;
@@ -261,7 +273,8 @@ const command =
   `npm run bench:outage -- ` +
   `--scale ${scale} --strategies ${strategies.join(',')} --duration-ms ${durationMs} --seed ${seed} --scenario ${scenario}` +
   (protect ? ' --protect' : '') +
-  (overrideText ? ` --protect-options '${overrideText}'` : '');
+  (overrideText ? ` --protect-options '${overrideText}'` : '') +
+  (control ? ' --control' : '');
 const title =
   scenario === 'overload'
     ? `## Steady overload: goodput${protect ? ', bare and with the default protections' : ''}`
@@ -271,7 +284,7 @@ const title =
 const scenarioNote =
   scenario === 'overload'
     ? `The steady overload (\`bench/outage/scenarios.ts\`): no outage; the clients offer ~${offeredPerSecond(params).toFixed(0)} req/s (at the server's minimum latency) to a server whose best is **${best.perSecond.toFixed(1)} req/s with ${best.concurrency} in flight** (its knee: c / latency(c) is highest there and falls past it), i.e. ${(offeredPerSecond(params) / best.perSecond).toFixed(2)}× the knee. Goodput is the mean ok/s from second 10 to the end; "of the server's best" is goodput ÷ ${best.perSecond.toFixed(1)}. The same scaling as the outage applies (× ${scale}: the best and the offered rate do not change with the scale).`
-    : `This is seed 004's outage (the README's, with backlog 512) × ${scale}: clients, the server's limit, K and backlog × ${scale}, every duration (gap, timeout, latency, outage, backoff base and cap) × ${scale}, so the request rate stays ~100/s, the latency law's exponent is the same function of the fraction of clients in flight, and a run fits in ${durationMs / 1000} s. The run is shorter than ${scale} × 180 s; the recovery rule (≥ 90 % of the ok/s before the stop, concurrency ≤ the limit, ${recoveryWindowS} s in a row) is the simulator's, applied to both sides' per-second figures by the same function. Goodput after the resume is the mean ok/s from the resume to the end.`;
+    : `This is seed 004's outage (the README's, with backlog 512) × ${scale}: clients, the server's limit, K and backlog × ${scale}, every duration (gap, timeout, latency, outage, backoff base and cap) × ${scale}, so the request rate stays ~100/s, the latency law's exponent is the same function of the fraction of clients in flight, and a run fits in ${durationMs / 1000} s. The run is shorter than ${scale} × 180 s; the recovery rule (a window of ${recoveryWindowS} s with concurrency ≤ the limit every second and ≥ 90 % of the ok/s before the stop over the window, a second's surplus not counted; the ok/s before the stop at most the clients' offered rate) is the simulator's, applied to both sides' per-second figures by the same function. Goodput after the resume is the mean ok/s from the resume to the end.`;
 const protectNote = protect
   ? `- Protected runs: the worker gets \`${JSON.stringify(protections)}\` (\`defaultProtections()\` in \`bench/outage/real-run.ts\`${overrideText ? ', with `--protect-options` over it' : ''}): every option at requeue's defaults, durations not scaled (a user's defaults are a user's defaults); the worker's concurrency limit learned from latency (\`concurrencyLimit\`, from 10 up to the worker's concurrency) and due retries first are on by default, so they are not named (a bare run gets \`concurrencyLimit: false\`). With no \`breakerKey\` the breaker is the queue's: open, it stops the worker fetching until the half-open time. The simulator's protected run gets the same breaker and budget options through the workers' parsers and the same limiter (\`src/policy/limit/gradient.ts\`, its defaults), but models a keyed breaker (a refused request is deferred to the half-open time), not the queue-wide fetch pause.\n`
   : '';

@@ -105,11 +105,6 @@ export function serverBest(
   return best;
 }
 
-/** What the clients offer when every answer takes the server's minimum latency, req/s. */
-export function offeredPerSecond(p: OutageParams): number {
-  return (p.clients * 1000) / (p.meanGapMs + p.server.minDelayMs);
-}
-
 export const describeParams = (p: OutageParams): string =>
   `${p.clients} clients, a request every ${p.meanGapMs / 1000} s on average each ` +
   `(~${Math.round((p.clients * 1000) / p.meanGapMs)} req/s), client timeout ${p.timeoutMs} ms; ` +

@@ -17,7 +17,12 @@ export {
   type OutageResult,
   type SecondStats,
 } from './outage/parameters.js';
-export { baselineOkPerSecond, recoverySecond, serverRecoverySecond } from './outage/recovery.js';
+export {
+  baselineOkPerSecond,
+  offeredOkPerSecond,
+  recoverySecond,
+  serverRecoverySecond,
+} from './outage/recovery.js';
 export { seed004Delay } from './outage/seed004-client.js';
 
 /** Runs the outage scenario (seed 004) for each strategy. */

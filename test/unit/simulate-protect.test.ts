@@ -51,7 +51,7 @@ describe('simulateOutage with protect (seed 004, requeue’s client)', () => {
     expect(safe).toMatchObject({
       protected: true,
       recovered: true,
-      recoveryMs: 20_000,
+      recoveryMs: 8_000,
       serverRecovered: true,
       serverRecoveryMs: 1000,
       peakConcurrency: 137,

@@ -69,11 +69,13 @@ export interface OutageResult {
   /** Whether the run had {@link OutageParams.protect}. */
   protected: boolean;
   /**
-   * Whether successes came back to ≥ 90 % of the pre-outage rate with the
-   * concurrency at or under the limit for 10 s in a row before the run ended.
+   * Whether the clients came back before the run ended: a window of 10 s
+   * after the resume with the concurrency at or under the limit every second
+   * and the successes ≥ 90 % of the pre-outage rate over the window, a
+   * second's surplus paying for no other's shortfall (`recoverySecond`).
    */
   recovered: boolean;
-  /** From the resume to the start of those 10 s; null if never. */
+  /** From the resume to the start of that window; null if never. */
   recoveryMs: number | null;
   /**
    * Whether the server itself came back: its concurrency at or under its
@@ -85,7 +87,7 @@ export interface OutageResult {
   serverRecoveryMs: number | null;
   peakConcurrency: number;
   perSecond: SecondStats[];
-  /** Successes per second before the outage (the reference for recovery). */
+  /** Successes per second before the outage, at most the offered rate (the reference for recovery). */
   baselineOkPerSecond: number;
   /** Requests that reached the server (queued ones included). */
   calls: number;
@@ -97,7 +99,7 @@ export interface OutageResult {
   peakLimit?: number;
 }
 
-/** How many seconds in a row must look healthy, and how healthy. */
+/** The recovery window's length, and the share of the baseline's successes it must have. */
 export const recoveryWindowS = 10;
 export const recoveryOkFraction = 0.9;
 /** How many seconds in a row the server must look healthy. */

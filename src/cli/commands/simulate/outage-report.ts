@@ -134,7 +134,7 @@ export function outageTable(
     ).trimEnd(),
   );
   lines.push(
-    `recovered: ok/s ≥ ${recoveryOkFraction * 100}% of before and concurrency ≤ ${server.concurrencyLimit} for ${recoveryWindowS}s in a row; ` +
+    `recovered: a ${recoveryWindowS}s window with concurrency ≤ ${server.concurrencyLimit} every second and ok/s ≥ ${recoveryOkFraction * 100}% of before over the window (a second's surplus not counted); ` +
       `"after" counts from the resume; "refused": requests the breaker turned away; ` +
       `"server back": concurrency ≤ ${server.concurrencyLimit} (latency at its ${server.minDelayMs}ms floor) for ${serverRecoveryWindowS}s in a row, from the resume`,
   );
