@@ -2,13 +2,7 @@ import type { SeededStream } from '../util/random.js';
 import type { Random } from '../util/system.js';
 import type { RetryPolicy } from '../policy/retry-policy.js';
 import { ClientAgenda } from './client-agenda.js';
-import {
-  policyFor,
-  retryDelay,
-  seededStream,
-  streamRandom,
-  type SimStrategy,
-} from './sim-strategy.js';
+import { policyFor, RetryDelays, seededStream, type SimStrategy } from './sim-strategy.js';
 import { checkContentionWork } from './work-bound.js';
 
 /**
@@ -60,73 +54,113 @@ export function simulateContention(
   const queue = new ClientAgenda(params.clients);
   const retries = new Int32Array(params.clients);
   const previous = new Float64Array(params.clients);
+  const delays = new MessageDelays(params.netMeanMs, params.netSdMs);
+  // One `random` for every trial (each trial swaps its stream in), so the strategies' call has one target.
+  let source: SeededStream | undefined;
+  const backoff: Random = () => source!.next();
   return strategies.map((strategy) => {
-    const policy = policyFor(params.policy, strategy);
+    const waits = new RetryDelays(strategy, policyFor(params.policy, strategy), backoff);
     let calls = 0;
     let time = 0;
     let events = 0;
     for (let trial = 0; trial < params.trials; trial++) {
-      const net = seededStream(params.seed, strategy, trial, 0);
-      const backoff = streamRandom(params.seed, strategy, trial, 1);
-      const run = runTrial(strategy, policy, params, net, backoff, queue, retries, previous);
-      calls += run.calls;
-      time += run.timeMs;
+      delays.restart(seededStream(params.seed, strategy, trial, 0));
+      source = seededStream(params.seed, strategy, trial, 1);
+      calls += runTrial(params.clients, delays, waits, queue, retries, previous);
+      time += queue.time;
       events += queue.total;
     }
     return { strategy, calls: calls / params.trials, timeMs: time / params.trials, events };
   });
 }
 
+/**
+ * Each message's delay, `|normal(mean, sd)|`, from one stream: the normals
+ * are drawn a block at a time, in the order {@link SeededStream.normal}
+ * gives them one by one.
+ */
+class MessageDelays {
+  private readonly normals = new Float64Array(256);
+  private drawn = 0;
+  private stream: SeededStream | undefined;
+
+  constructor(
+    private readonly mean: number,
+    private readonly sd: number,
+  ) {}
+
+  /** Starts over from `stream`'s next normal. */
+  restart(stream: SeededStream): void {
+    this.stream = stream;
+    this.drawn = this.normals.length;
+  }
+
+  /** The next message's delay. */
+  next(): number {
+    if (this.drawn === this.normals.length) {
+      this.stream!.fillNormals(this.normals);
+      this.drawn = 0;
+    }
+    return Math.abs(this.mean + this.sd * this.normals[this.drawn++]!);
+  }
+}
+
+/** One trial; returns the writes the row received, and leaves the last success's time in `queue.time`. */
 function runTrial(
-  strategy: SimStrategy,
-  policy: RetryPolicy,
-  { clients, netMeanMs, netSdMs }: ContentionParams,
-  net: SeededStream,
-  backoff: Random,
+  clients: number,
+  delays: MessageDelays,
+  waits: RetryDelays,
   queue: ClientAgenda,
   retries: Int32Array,
   previous: Float64Array,
-): { calls: number; timeMs: number } {
-  const delay = (): number => Math.abs(netMeanMs + netSdMs * net.normal());
+): number {
   queue.clear();
   retries.fill(0);
   previous.fill(NaN);
-  for (let client = 0; client < clients; client++) queue.add(client, delay(), readAtServer, 0);
+  for (let client = 0; client < clients; client++)
+    queue.add(client, delays.next(), readAtServer, 0);
   let version = 0;
   let calls = 0;
   let done = 0;
-  // Each client has one event pending: handling it schedules the client's next (or none).
+  // Each client has one event pending: handling it schedules the client's next (or none),
+  // at one call of `queue.next` (a single copy of the heap's loop keeps it inlined).
   while (queue.peek()) {
-    const { time: now, client } = queue;
+    const now = queue.time;
+    let arg = queue.arg;
+    let kind = readAtServer;
+    let wait = 0;
     switch (queue.kind) {
       case readAtServer:
-        queue.next(now + delay(), readReply, version);
+        kind = readReply;
+        arg = version;
         break;
       case readReply:
-        queue.next(now + delay(), writeAtServer, queue.arg);
+        kind = writeAtServer;
         break;
-      case writeAtServer: {
+      case writeAtServer:
         calls++;
-        const fresh = queue.arg === version;
-        if (fresh) version++;
-        queue.next(now + delay(), writeReply, fresh ? 1 : 0);
+        kind = writeReply;
+        if (arg === version) {
+          version++;
+          arg = 1;
+        } else arg = 0;
         break;
-      }
-      case writeReply: {
-        if (queue.arg === 1) {
-          if (++done === clients) return { calls, timeMs: now };
+      default: {
+        // writeReply: done, or back off and start over with a fresh read.
+        if (arg === 1) {
+          if (++done === clients) return calls;
           queue.drop();
-          break;
+          continue;
         }
+        const client = queue.client;
         const retry = retries[client]!;
-        const wait = retryDelay(strategy, policy, retry, previous[client]!, backoff);
+        wait = waits.delay(retry, previous[client]!);
         retries[client] = retry + 1;
         previous[client] = wait;
-        // Back off, then start over with a fresh read.
-        queue.next(now + wait + delay(), readAtServer, 0);
-        break;
+        arg = 0;
       }
     }
+    queue.next(now + wait + delays.next(), kind, arg);
   }
   throw new Error('contention: the agenda ran dry before every client wrote');
 }

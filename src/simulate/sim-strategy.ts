@@ -1,6 +1,11 @@
 import type { Random } from '../util/system.js';
 import { SeededStream } from '../util/random.js';
-import { computeDelay, strategyNames, type StrategyName } from '../policy/backoff/index.js';
+import {
+  computeDelay,
+  strategyNames,
+  type BackoffInput,
+  type StrategyName,
+} from '../policy/backoff/index.js';
 import type { RetryPolicy } from '../policy/retry-policy.js';
 
 /**
@@ -25,24 +30,33 @@ export function isSimStrategy(name: string): name is SimStrategy {
 }
 
 /**
- * The delay before retry `retry` (0 for a client's first retry), by the very
- * function the workers call ({@link computeDelay}); `none` waits nothing.
- * `policy` is {@link policyFor}'s for this strategy; `previousDelayMs` is NaN
- * when the client has not waited yet.
+ * The delays of one strategy's clients, by the very function the workers
+ * call ({@link computeDelay}); `none` waits nothing. One input object is
+ * reused call after call, so a simulator's retry allocates nothing.
  */
-export function retryDelay(
-  strategy: SimStrategy,
-  policy: RetryPolicy,
-  retry: number,
-  previousDelayMs: number,
-  random: Random,
-): number {
-  if (strategy === 'none') return 0;
-  return computeDelay(policy, {
-    retry,
-    previousDelayMs: Number.isNaN(previousDelayMs) ? undefined : previousDelayMs,
-    random,
-  });
+export class RetryDelays {
+  private readonly input: BackoffInput & { previousDelayMs: number | undefined };
+
+  /** `policy` is {@link policyFor}'s for `strategy`. */
+  constructor(
+    private readonly strategy: SimStrategy,
+    private readonly policy: RetryPolicy,
+    random: Random,
+  ) {
+    this.input = { retry: 0, previousDelayMs: undefined, random };
+  }
+
+  /**
+   * The delay before retry `retry` (0 for a client's first retry);
+   * `previousDelayMs` is NaN when the client has not waited yet.
+   */
+  delay(retry: number, previousDelayMs: number): number {
+    if (this.strategy === 'none') return 0;
+    const input = this.input;
+    input.retry = retry;
+    input.previousDelayMs = Number.isNaN(previousDelayMs) ? undefined : previousDelayMs;
+    return computeDelay(this.policy, input);
+  }
 }
 
 /** The policy with `strategy` as its strategy (`none` keeps the policy's own). */

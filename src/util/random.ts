@@ -25,16 +25,37 @@ export class SeededStream {
 
   /** A uniform number in `[0, 1)`. */
   next(): number {
-    const state = (this.state = (this.state + 0x6d2b79f5) >>> 0);
-    let t = Math.imul(state ^ (state >>> 15), state | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return unit((this.state = (this.state + step) >>> 0));
   }
 
   /** A standard normal variate, as {@link standardNormal} draws it from this stream. */
   normal(): number {
     return boxMuller(this.next(), this.next());
   }
+
+  /**
+   * Fills `out` with the next `out.length` variates {@link normal} would
+   * give, one after another: a tight loop whose state stays in a register.
+   */
+  fillNormals(out: Float64Array): void {
+    let state = this.state;
+    for (let i = 0; i < out.length; i++) {
+      const u = unit((state = (state + step) >>> 0));
+      const v = unit((state = (state + step) >>> 0));
+      out[i] = boxMuller(u, v);
+    }
+    this.state = state;
+  }
+}
+
+/** mulberry32's increment of its state per draw. */
+const step = 0x6d2b79f5;
+
+/** mulberry32's output for a state: a uniform number in `[0, 1)`. */
+function unit(state: number): number {
+  let t = Math.imul(state ^ (state >>> 15), state | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 }
 
 /** A uniform number in `[min, max)`; `max <= min` gives `min`. */

@@ -11,6 +11,8 @@ import {
   simulateOutage,
   type OutageParams,
 } from '../../src/simulate/outage.js';
+import { policyFor, RetryDelays } from '../../src/simulate/sim-strategy.js';
+import { computeDelay } from '../../src/policy/backoff/index.js';
 import { SeededStream, seededRandom, standardNormal } from '../../src/util/random.js';
 import { seed004Outage } from '../harness/outage-params.js';
 
@@ -276,5 +278,39 @@ describe('SeededStream', () => {
       for (let i = 0; i < 1000; i++) expect(stream.next()).toBe(random());
       for (let i = 0; i < 1000; i++) expect(stream.normal()).toBe(standardNormal(random));
     }
+  });
+
+  it('fills a block with the normals normal() gives one by one, block after block, then goes on', () => {
+    for (const seed of [0, 7, 0xffffffff]) {
+      const filled = new SeededStream(seed);
+      const one = new SeededStream(seed);
+      const block = new Float64Array(37);
+      for (let round = 0; round < 5; round++) {
+        filled.fillNormals(block);
+        for (const value of block) expect(value).toBe(one.normal());
+      }
+      expect(filled.next()).toBe(one.next());
+    }
+  });
+});
+
+describe('RetryDelays', () => {
+  it('gives the delays computeDelay gives, the previous delay passed from the second retry on', () => {
+    const policy = retryPolicySchema.parse({ baseMs: 5, capMs: 2000 });
+    for (const strategy of ['exponential', 'full-jitter', 'decorrelated-jitter'] as const) {
+      const delays = new RetryDelays(strategy, policyFor(policy, strategy), seededRandom(3));
+      const random = seededRandom(3);
+      let previous = NaN;
+      for (let retry = 0; retry < 12; retry++) {
+        const expected = computeDelay(policyFor(policy, strategy), {
+          retry,
+          previousDelayMs: retry === 0 ? undefined : previous,
+          random,
+        });
+        previous = delays.delay(retry, previous);
+        expect(previous).toBe(expected);
+      }
+    }
+    expect(new RetryDelays('none', policy, seededRandom(3)).delay(4, 80)).toBe(0);
   });
 });

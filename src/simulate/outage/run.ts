@@ -1,7 +1,7 @@
 import type { Random } from '../../util/system.js';
 import type { RetryPolicy } from '../../policy/retry-policy.js';
 import { EventQueue } from '../event-queue.js';
-import { policyFor, retryDelay, streamRandom, type SimStrategy } from '../sim-strategy.js';
+import { policyFor, RetryDelays, streamRandom, type SimStrategy } from '../sim-strategy.js';
 import { SlotDispatch } from './dispatch.js';
 import { admitted, deadLetter, FleetGuards } from './guards.js';
 import type { OutageParams, OutageResult } from './parameters.js';
@@ -23,6 +23,7 @@ export class OutageRun {
   private readonly policy: RetryPolicy;
   private readonly gaps: Random;
   private readonly backoff: Random;
+  private readonly delays: RetryDelays;
   private readonly server: OutageServer;
   private readonly guards: FleetGuards;
   private readonly slots: SlotDispatch | undefined;
@@ -53,6 +54,7 @@ export class OutageRun {
     this.policy = policyFor(params.policy, strategy);
     this.gaps = streamRandom(params.seed, strategy, 0, 0);
     this.backoff = streamRandom(params.seed, strategy, 0, 1);
+    this.delays = new RetryDelays(strategy, this.policy, this.backoff);
     this.server = new OutageServer(params.server, this.queue, check);
     this.guards = new FleetGuards(n, params.breaker, params.budget);
     this.slots = params.protect ? new SlotDispatch(params.protect) : undefined;
@@ -174,8 +176,7 @@ export class OutageRun {
 
   /** The delay the client's rule wants before retry `retry`. */
   private wantedDelay(client: number, retry: number): number {
-    if (!this.seed004)
-      return retryDelay(this.strategy, this.policy, retry, this.previous[client]!, this.backoff);
+    if (!this.seed004) return this.delays.delay(retry, this.previous[client]!);
     const raw = seed004Delay(this.strategy, this.policy, this.lastSleep[client]!, this.backoff);
     this.lastSleep[client] = raw;
     return Math.max(0, raw);
