@@ -89,7 +89,7 @@ export interface WorkerOptions<T = unknown> {
    * The worker's own limit on attempts in flight, learned from their latency
    * (a gradient limiter, `src/policy/limit/gradient.ts`): it starts at
    * `initial` (10), grows while attempts answer within `tolerance` (1.5) ×
-   * the fastest latency seen, and shrinks as they slow down, time out or
+   * the fastest latency seen of successes, and shrinks as they slow down, time out or
    * fail, never above `concurrency` — so a dependency past its knee is not
    * sent more work than it can finish. Jobs over the limit wait in the
    * queue. In memory, per worker. `false` turns it off (the worker always
