@@ -99,6 +99,7 @@ const {
   recoverySecond,
   recoveryWindowS,
   serverLatencyMs,
+  serverRecoverySecond,
 } = (await dist('simulate/outage.js')) as typeof Outage;
 const { retryPolicySchema } = (await dist('policy/retry-policy.js')) as typeof Policy;
 const { parseBreakerOptions } = (await dist('policy/breaker/breaker-options.js')) as typeof Breaker;
@@ -144,7 +145,7 @@ const protectedParams = (p: OutageParams): OutageParams => {
   };
 };
 const best = serverBest(params.server, serverLatencyMs);
-const rule = { baselineOkPerSecond, recoverySecond };
+const rule = { baselineOkPerSecond, recoverySecond, serverRecoverySecond };
 
 process.stderr.write(`${scenario} bench: ${describe(params)}\n`);
 if (protect) process.stderr.write(`protections: ${JSON.stringify(protections)}\n`);

@@ -26,6 +26,7 @@ export interface RecoveryRule {
     p: OutageParams,
     baseline: number,
   ) => number | undefined;
+  serverRecoverySecond: (perSecond: SecondStats[], p: OutageParams) => number | undefined;
 }
 
 export interface Figures {
@@ -74,25 +75,17 @@ export function figures(
   const baseline = rule.baselineOkPerSecond(ps, p);
   const at = rule.recoverySecond(ps, p, baseline);
   const resume = p.stopAtMs + p.stopForMs;
+  const sinceResume = (second: number | undefined): number | null =>
+    second === undefined ? null : Math.max(0, second * 1000 - resume);
   return {
     recovered: at !== undefined,
-    recoveryMs: at === undefined ? null : Math.max(0, at * 1000 - resume),
+    recoveryMs: sinceResume(at),
     baseline,
     goodput: mean(ps.slice(Math.ceil(resume / 1000))),
     lastTen,
     timeouts,
-    serverBackMs: serverBack(ps, p),
+    serverBackMs: sinceResume(rule.serverRecoverySecond(ps, p)),
   };
-}
-
-function serverBack(ps: SecondStats[], p: OutageParams): number | null {
-  const resume = p.stopAtMs + p.stopForMs;
-  const limit = p.server.concurrencyLimit;
-  for (let t = Math.ceil(resume / 1000); t + 5 <= ps.length; t++) {
-    if (ps.slice(t, t + 5).every((s) => s.concurrency <= limit))
-      return Math.max(0, t * 1000 - resume);
-  }
-  return null;
 }
 
 const n = (x: number): string => x.toLocaleString('en-US');
