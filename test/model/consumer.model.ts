@@ -159,13 +159,19 @@ it('every consumed message succeeds once or is dead with its reason, through cra
             await sleep(command.ms);
           }
         }
-        // Quiesce: every message succeeded or dead, the retry queue drained.
+        // Quiesce: every message succeeded or dead, the retry queue drained, and
+        // the source empty — a message whose ack a closed connection lost is back
+        // in the queue, seen as settled, until the reconnected consumer takes it
+        // again (at least once) and acks it.
         const deadline = Date.now() + quiesceMs;
         let seen = await observe(sys);
         while (Date.now() < deadline) {
           seen = await observe(sys);
           const settled = published.every((m) => seen.ok.has(m.n) || seen.dead.has(m.n));
-          if (settled && (await sys.openRetries()) === 0) break;
+          if (settled && (await sys.openRetries()) === 0) {
+            const source = await sys.sourceLeft();
+            if (source.left === 0 && source.unacked === 0) break;
+          }
           await sleep(100);
         }
         await sys.stopProcesses();
