@@ -1,7 +1,7 @@
 --[[
   Start-time fair queuing's placement (Goyal et al. 1996), on BullMQ's own
-  'prioritized' set; the one copy of the formula (fairStamp-4.lua for a new
-  keyed job, replayDead-9.lua for a dead job recovered into a lane):
+  'prioritized' set; the one copy of the formula (includes/fairStamp.lua for
+  a new keyed job, replayDead-9.lua for a dead job recovered into a lane):
     V   = the head's score in the set minus 2^32 (the virtual time; 0 when empty)
     S   = max(V, F[key])   the job's start tag
     F   = S + cost         the key's finish tag (cost = 1 / weight)
