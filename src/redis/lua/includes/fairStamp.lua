@@ -4,8 +4,9 @@
   a keyed job (priority 1), in the same script (the keyed add of
   src/scheduler/bullmq/fair-add.ts), it moves the job from the place
   BullMQ gave it to its key's turn (the formula: includes/fairPlace.lua).
-  Keys whose F <= V are dropped (a new job of theirs starts at V anyway), and
-  all of them when the set is empty: per-key state lives only while needed.
+  Keys whose F <= V are dropped when a key (re)joins (a new job of theirs
+  starts at V anyway), and all of them when the set is empty: per-key state
+  lives only while needed.
   BullMQ's counter is set to floor(V), so the jobs BullMQ itself puts back
   (promoted retries and deferrals, stalled jobs) land at the virtual time,
   near the front, instead of behind every key's backlog.
@@ -18,7 +19,6 @@
 local function fairStamp(prioritizedKey, pcKey, fairKey, jobKey, id, dispatchKey, cost)
   if not redis.call('ZSCORE', prioritizedKey, id) then return 0 end
   if redis.call('HSETNX', jobKey, 'rqd', dispatchKey) == 0 then return 0 end
-  redis.call('ZREM', prioritizedKey, id)
   fairPlace(prioritizedKey, pcKey, fairKey, id, dispatchKey, cost)
   return 1
 end
