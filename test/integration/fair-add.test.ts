@@ -74,6 +74,32 @@ async function clientCommands(action: () => Promise<unknown>): Promise<Record<st
   return calls;
 }
 
+/**
+ * Runs a worker (concurrency 1) on queue `name` until `count` jobs ran, after
+ * `start` once the worker is made; returns their `n` in start order.
+ */
+async function runInOrder(
+  name: string,
+  count: number,
+  start: () => Promise<unknown> = async () => undefined,
+): Promise<number[]> {
+  const order: number[] = [];
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const worker = createWorker<{ n: number }>(
+    name,
+    async (job) => {
+      order.push(job.data.n);
+      if (order.length === count) done();
+    },
+    { connection: server.url, concurrency: 1, logger },
+  );
+  onCleanup(() => worker.close());
+  await start();
+  await finished;
+  return order;
+}
+
 function setup(): { name: string; queue: RequeueQueue<{ n: number }> } {
   const name = uniqueQueueName('fair-add');
   const queue = createQueue<{ n: number }>(name, { connection: server.url });
@@ -205,20 +231,7 @@ describe('a keyed add in one script call', () => {
     for (let n = 6; n < 8; n++) await queue.add('job', { n }, { dispatchKey: 'small' });
     const bull = bullKeys(name);
     expect(await admin.zcard(bull.prioritized)).toBe(8);
-    const order: number[] = [];
-    let done!: () => void;
-    const finished = new Promise<void>((resolve) => (done = resolve));
-    const worker = createWorker<{ n: number }>(
-      name,
-      async (job) => {
-        order.push(job.data.n);
-        if (order.length === 8) done();
-      },
-      { connection: server.url, concurrency: 1, logger },
-    );
-    onCleanup(() => worker.close());
-    await queue.resume();
-    await finished;
+    const order = await runInOrder(name, 8, () => queue.resume());
     // Turns 0 and 1 hold one job of each key: small's two jobs start among the first four.
     expect(order.slice(0, 4).filter((n) => n >= 6)).toHaveLength(2);
   });
@@ -237,19 +250,7 @@ describe('a keyed add in one script call', () => {
     expect(await admin.zscore(bull.delayed, job.id)).not.toBeNull();
     expect(await admin.hexists(bull.prefix + job.id, 'rqd')).toBe(0);
     expect(await admin.zscore(requeueKeys(name).fair, 'late')).toBeNull();
-    const ran: number[] = [];
-    let done!: () => void;
-    const finished = new Promise<void>((resolve) => (done = resolve));
-    const worker = createWorker<{ n: number }>(
-      name,
-      async (j) => {
-        ran.push(j.data.n);
-        if (ran.length === 2) done();
-      },
-      { connection: server.url, concurrency: 1, logger },
-    );
-    onCleanup(() => worker.close());
-    await finished;
+    const ran = await runInOrder(name, 2);
     expect(ran).toEqual([0, 1]);
   });
 });

@@ -21,7 +21,7 @@ import { defineLua, luaInclude } from '../../redis/scripts.js';
  */
 const bullAdd = { name: 'addPrioritizedJob', keys: 9, args: 3 } as const;
 
-/** The keys and arguments requeue adds after BullMQ's (see {@link composeFairAdd}). */
+/** The keyed add's keys: BullMQ's, then the fair set and the job's hash (see {@link composeFairAdd}). */
 const fairAddKeys = bullAdd.keys + 2;
 
 /** BullMQ's script module: what its loader defines on a connection. */
