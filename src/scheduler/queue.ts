@@ -162,7 +162,11 @@ export class RequeueQueue<T = unknown> {
     return added(job);
   }
 
-  /** Adds many jobs in one round trip (atomically, as BullMQ's addBulk does). */
+  /**
+   * Adds many jobs in one round trip and one MULTI: no other client's command
+   * runs between them, and a connection lost on the way adds none of them
+   * (BullMQ 6.7's own `addBulk` is a pipeline, which can add some).
+   */
   async addBulk(jobs: { name: string; data: T; opts?: AddOptions }[]): Promise<AddedJob[]> {
     const entries = jobs.map(({ name, data, opts = {} }, index): FairEntry => {
       const label = jobs.length > 1 ? `jobs.${index}.` : '';
@@ -174,9 +178,7 @@ export class RequeueQueue<T = unknown> {
       if (opts.dispatchKey !== undefined) this.keyed(entry, opts, label);
       return entry;
     });
-    // With a keyed job among them: one MULTI, each keyed add with its stamp; otherwise as before.
-    if (!entries.some((entry) => entry.dispatch))
-      return (await this.bull.addBulk(entries)).map(added);
+    // One MULTI, each job by BullMQ's own add (a keyed one with its stamp in the same call).
     return (await this.fair.addAll(entries)).map(added);
   }
 

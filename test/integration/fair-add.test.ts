@@ -196,6 +196,16 @@ describe('a keyed add in one script call', () => {
     expect(Math.max(...turns)).toBeLessThan(8);
   });
 
+  it('addBulk without a key is one MULTI too: BullMQ 6.7 sent its addBulk as a pipeline, which a lost connection could cut half-way', async () => {
+    const { name, queue } = setup();
+    await queue.add('job', { n: 0 }); // scripts loaded
+    const bulk = await clientCommands(() =>
+      queue.addBulk(Array.from({ length: 4 }, (_, n) => ({ name: 'job', data: { n } }))),
+    );
+    expect(bulk).toEqual({ multi: 1, evalsha: 4, exec: 1 });
+    expect(await admin.llen(bullKeys(name).wait)).toBe(5);
+  });
+
   it('a re-add of an id leaves the job where it is: a keyed one, and an unkeyed one in the wait list', async () => {
     const { name, queue } = setup();
     const bull = bullKeys(name);
