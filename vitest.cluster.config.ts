@@ -25,6 +25,9 @@ export default defineConfig({
       'test/integration/core-regressions.test.ts',
       // the breaker and the budget
       'test/integration/breaker.test.ts',
+      'test/integration/breaker-concurrency.test.ts',
+      'test/integration/breaker-budget.test.ts',
+      'test/integration/breaker-cli.test.ts',
       'test/integration/budget-model.test.ts',
       'test/integration/window-lua.test.ts',
       // webhooks and streams
