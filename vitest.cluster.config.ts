@@ -38,6 +38,7 @@ export default defineConfig({
       'test/integration/fair-dispatch.test.ts',
       // the CLI, crashed workers, and the cluster's own test
       'test/integration/cli.test.ts',
+      'test/integration/cli-queues.test.ts',
       'test/integration/crash.test.ts',
       'test/integration/cluster.test.ts',
       // a master killed, its replica promoted (a cluster of its own, with replicas)
