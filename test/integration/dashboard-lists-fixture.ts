@@ -4,7 +4,7 @@ import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js
 import type { RedisClient } from '../../src/redis/connection.js';
 import { RequeueMetrics } from '../../src/scheduler/metrics.js';
 import { createQueue, type RequeueQueue } from '../../src/scheduler/queue.js';
-import { createWorker } from '../../src/scheduler/requeue-worker.js';
+import { createWorker, type Handler } from '../../src/scheduler/requeue-worker.js';
 import { registerAdmin } from '../../workers/service/admin/index.js';
 import { createIntakeServer, type IntakeServer } from '../../workers/service/http.js';
 import { WorkerEventLog } from '../harness/worker-events.js';
@@ -47,10 +47,10 @@ export const inWait = async (id: string) =>
 
 /**
  * Before the calling file's tests: the admin API on loopback over two queues,
- * and jobs in every state (a real worker completes one, schedules a retry and
- * dead-letters one); after them, everything removed.
+ * and jobs in every state (a real worker running `handler` completes one,
+ * schedules a retry and dead-letters one); after them, everything removed.
  */
-export function startListsFixture(): void {
+export function startListsFixture(handler: Handler<unknown, unknown>): void {
   beforeAll(async () => {
     redis = connect();
     name = uniqueQueueName('dash-lists');
@@ -83,20 +83,11 @@ export function startListsFixture(): void {
     url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
     // A real worker makes a completed job, a scheduled retry (10 minutes away) and a death.
-    const worker = createWorker(
-      name,
-      async (job) => {
-        if (job.name === 'flaky')
-          throw Object.assign(new Error('HTTP 503 upstream'), { status: 503 });
-        if (job.name === 'bad') throw Object.assign(new Error('HTTP 400 refused'), { status: 400 });
-        return 'ok';
-      },
-      {
-        connection: redisUrl(),
-        logger,
-        policy: { strategy: 'fixed', baseMs: 600_000, capMs: 600_000, maxAttempts: 5 },
-      },
-    );
+    const worker = createWorker(name, handler, {
+      connection: redisUrl(),
+      logger,
+      policy: { strategy: 'fixed', baseMs: 600_000, capMs: 600_000, maxAttempts: 5 },
+    });
     const events = new WorkerEventLog(worker);
     ids.done = (await queue.add('ok', { n: 1 })).id;
     ids.retry = (

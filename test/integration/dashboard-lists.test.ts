@@ -29,7 +29,12 @@ import {
  * real Redis and a real requeue worker.
  */
 
-startListsFixture();
+// The handler is written here: the job view's stack names the file it threw in.
+startListsFixture(async (job) => {
+  if (job.name === 'flaky') throw Object.assign(new Error('HTTP 503 upstream'), { status: 503 });
+  if (job.name === 'bad') throw Object.assign(new Error('HTTP 400 refused'), { status: 400 });
+  return 'ok';
+});
 
 describe('job lists', () => {
   it('pages the waiting jobs in the order they will run, with a total that counts them all and keys decoded', async () => {
