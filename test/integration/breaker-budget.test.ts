@@ -4,14 +4,8 @@ import { BudgetStore } from '../../src/redis/budget-store.js';
 import { DependencyError } from '../fixtures/breaker-dependency.js';
 import { cleanedQueueName, connect } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
-import {
-  connectForFile,
-  redis,
-  queueFor,
-  startWorker,
-  readState,
-  type Data,
-} from './breaker-helpers.js';
+import { connectForFile, redis } from '../harness/file-redis.js';
+import { queueFor, startWorker, readState, type Data } from './breaker-helpers.js';
 
 /**
  * The retry budget against Redis: what a token bucket and a ratio budget

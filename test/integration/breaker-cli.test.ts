@@ -9,9 +9,8 @@ import type { Dependency } from '../fixtures/breaker-dependency.js';
 import { bullPrefixOf, cleanedQueueName, redisUrl } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { repoRoot } from '../harness/child.js';
+import { connectForFile, redis } from '../harness/file-redis.js';
 import {
-  connectForFile,
-  redis,
   queueFor,
   dependency,
   until,

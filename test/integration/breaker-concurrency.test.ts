@@ -4,7 +4,8 @@ import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js
 import { BreakerStore } from '../../src/redis/breaker-store.js';
 import { cleanedQueueName, connect } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
-import { connectForFile, redis, watchTransitions } from './breaker-helpers.js';
+import { connectForFile, redis } from '../harness/file-redis.js';
+import { watchTransitions } from './breaker-helpers.js';
 
 /**
  * The breaker's Redis scripts under concurrent callers: one transition per trip,

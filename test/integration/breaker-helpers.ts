@@ -1,5 +1,3 @@
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll } from 'vitest';
 import { createLogger } from '../../src/config/logger.js';
 import type { BreakerOptionsInput } from '../../src/policy/breaker/breaker-options.js';
 import type { BreakerState } from '../../src/policy/breaker/breaker.js';
@@ -24,11 +22,13 @@ import {
 import { startFleet, type ChildWorker } from '../fixtures/breaker-fleet.js';
 import { connect, jobKey, redisUrl } from '../harness/redis.js';
 import { onCleanup } from '../harness/cleanup.js';
+import { redis } from '../harness/file-redis.js';
 
 /**
- * Shared by the breaker's integration tests: the file's connection, queues,
- * workers and child fleets cleaned up after each test, the dependency they
- * call, and a watcher of the transitions the workers publish.
+ * Shared by the breaker's integration tests (on the file's connection,
+ * test/harness/file-redis.ts): queues, workers and child fleets cleaned up
+ * after each test, the dependency they call, and a watcher of the transitions
+ * the workers publish.
  */
 
 /**
@@ -49,20 +49,6 @@ export interface Data {
   i?: number;
   key?: string;
   mode?: 'ok' | 'fail-once' | 'timeout-once';
-}
-
-/** The file's connection: open from {@link connectForFile}'s beforeAll to its afterAll. */
-export let redis: Redis;
-
-/** Opens {@link redis} before the calling file's tests and closes it after them. */
-export function connectForFile(): void {
-  beforeAll(() => {
-    redis = connect();
-  });
-
-  afterAll(() => {
-    redis.disconnect();
-  });
 }
 
 export function queueFor(name: string): RequeueQueue<Data> {

@@ -4,11 +4,10 @@ import { parseBreakerOptions } from '../../src/policy/breaker/breaker-options.js
 import { BreakerStore } from '../../src/redis/breaker-store.js';
 import { callDependency } from '../fixtures/breaker-dependency.js';
 import { cleanedQueueName, redisUrl } from '../harness/redis.js';
+import { connectForFile, redis } from '../harness/file-redis.js';
 import {
-  connectForFile,
   GRACE_MS,
   generousPolicy,
-  redis,
   queueFor,
   dependency,
   startWorker,
