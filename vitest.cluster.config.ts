@@ -22,6 +22,7 @@ export default defineConfig({
     include: [
       // retries, the DLQ and replay
       'test/integration/scheduler.test.ts',
+      'test/integration/scheduler-dlq.test.ts',
       'test/integration/core-regressions.test.ts',
       // the breaker and the budget
       'test/integration/breaker.test.ts',

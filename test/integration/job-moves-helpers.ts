@@ -10,6 +10,7 @@ import { cleanQueue, connect, uniqueQueueName } from '../harness/redis.js';
  * test's own, and a job taken by hand with its lock token.
  */
 
+/** The file's connection, opened on import; each test file disconnects it after its tests. */
 export const admin = connect();
 
 /** A job taken by hand (no processor), with its lock token. */
