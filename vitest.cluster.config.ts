@@ -35,6 +35,7 @@ export default defineConfig({
       'test/integration/webhook.test.ts',
       'test/integration/webhook-isolation.test.ts',
       'test/integration/stream.test.ts',
+      'test/integration/stream-claims.test.ts',
       // fair dispatch: the stamp's MULTI and the fair set share the queue's slot
       'test/integration/fair-dispatch.test.ts',
       // the CLI, crashed workers, and the cluster's own test
