@@ -33,6 +33,7 @@ export default defineConfig({
       'test/integration/window-lua.test.ts',
       // webhooks and streams
       'test/integration/webhook.test.ts',
+      'test/integration/webhook-main.test.ts',
       'test/integration/webhook-isolation.test.ts',
       'test/integration/stream.test.ts',
       'test/integration/stream-claims.test.ts',
