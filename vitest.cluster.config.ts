@@ -10,10 +10,12 @@ import { defineConfig } from 'vitest/config';
  *
  * Left out, because they cannot run on a cluster, not because they fail:
  * harness.test.ts (bare BullMQ on a plain name: CROSSSLOT, the problem requeue
- * solves), job-moves.test.ts (BullMQ's single-node key layout, pinned on
- * purpose), read-only-status.test.ts (MONITOR watches one node), and the files
+ * solves), job-moves.test.ts and job-moves-deaths.test.ts (BullMQ's
+ * single-node key layout, pinned on purpose), read-only-status.test.ts and
+ * read-only-dlq-metrics.test.ts (MONITOR watches one node), and the files
  * that start single-node redis-servers of their own (shutdown, service, edges,
- * embedded-redis, demo, model-found, metrics, admin-api, doctor).
+ * embedded-redis, demo, model-found, metrics, admin-api, admin-api-access,
+ * doctor).
  */
 process.env.REQUEUE_TEST_CLUSTER = '1';
 
