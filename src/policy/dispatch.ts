@@ -4,7 +4,7 @@ import { limits } from './limits.js';
 /**
  * Fair dispatch's inputs: a job's dispatch key and a key's weight. The
  * scheduling itself is start-time fair queuing, in Redis
- * (`src/redis/lua/fairStamp-4.lua`): each key's jobs take turns with the
+ * (`src/redis/lua/includes/fairStamp.lua`): each key's jobs take turns with the
  * other keys' in proportion to the keys' weights.
  * @see P. Goyal, H. Vin, H. Cheng, "Start-time Fair Queueing", SIGCOMM 1996
  */

@@ -91,7 +91,7 @@ export function requeueKeys(queue: string, prefix = 'requeue') {
     /**
      * Sorted set: fair dispatch's finish tag per dispatch key (member = key,
      * score = virtual time), only for keys with jobs waiting; dropped when
-     * BullMQ's 'prioritized' set drains. @see src/redis/lua/fairStamp-4.lua
+     * BullMQ's 'prioritized' set drains. @see src/redis/lua/includes/fairStamp.lua
      */
     fair: `${base}:fair`,
     /**

@@ -1,6 +1,6 @@
 import type { RedisClient } from './connection.js';
 import { int, LuaReplyError, numeric, one, str, strings, strOrInt, tuple } from './lua-reply.js';
-import { defineScript, queueScript, runScript } from './scripts.js';
+import { runScript } from './scripts.js';
 
 export { LuaReplyError } from './lua-reply.js';
 
@@ -22,7 +22,6 @@ export const scriptNames = [
   'deadLetter',
   'deadPage',
   'endpointPut',
-  'fairStamp',
   'fairTrim',
   'limitAcquire',
   'limitRelease',
@@ -192,19 +191,6 @@ export async function deadPage(
     [strings, int, strings, strings],
     'strings, an integer, strings, strings',
   );
-}
-
-type FairStampKeys = [prioritized: string, priorityCounter: string, fair: string, job: string];
-type FairStampArgs = [id: string, dispatchKey: string, cost: number];
-
-/** Defines `fairStamp` on `redis`, so that a MULTI made from it after this can queue it. */
-export function defineFairStamp(redis: RedisClient): void {
-  defineScript(redis, 'fairStamp');
-}
-
-/** Queues `fairStamp` on `multi` (made after {@link defineFairStamp}); its reply comes with the EXEC's. */
-export function queueFairStamp(multi: object, keys: FairStampKeys, args: FairStampArgs): void {
-  queueScript(multi, 'fairStamp', keys, args);
 }
 
 /** Trims the fair-dispatch state below the prioritized set's head: how many entries it removed. */

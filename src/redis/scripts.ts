@@ -17,6 +17,8 @@ import type { RedisClient } from './connection.js';
  * loader includes it: its own includes first, each file once per script.
  * That is how the dead-letter script does BullMQ's finalization with
  * BullMQ's code (`deadLetter-16.lua`), not a copy that drifts on an upgrade.
+ * A script composed at run time (a keyed add: BullMQ's own add script, then
+ * requeue's `includes/fairStamp.lua`) is defined by {@link defineLua}.
  */
 const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
 
@@ -80,14 +82,19 @@ export async function runScript<T = unknown>(
   keys: readonly Arg[],
   args: readonly Arg[],
 ): Promise<T> {
-  return callScript<Promise<T>>(redis, redis, name, keys, args);
+  defineScript(redis, name);
+  const def = scriptDefinitions()[name]!;
+  const fn = (redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[
+    commandPrefix + name
+  ]!;
+  if (def.numberOfKeys === undefined) return fn.call(redis, keys.length, ...keys, ...args);
+  if (keys.length !== def.numberOfKeys)
+    throw new Error(`requeue: script ${name} takes ${def.numberOfKeys} keys, got ${keys.length}`);
+  return fn.call(redis, ...keys, ...args);
 }
 
-/**
- * Defines script `name` on `redis` so that transactions made from it after
- * this call can queue it (see {@link queueScript}).
- */
-export function defineScript(redis: RedisClient, name: string): void {
+/** Defines script `name` (a file's) on `redis`, once. */
+function defineScript(redis: RedisClient, name: string): void {
   const def = scriptDefinitions()[name];
   if (!def) throw new Error(`requeue: no Lua script named ${name}`);
   const command = commandPrefix + name;
@@ -95,33 +102,28 @@ export function defineScript(redis: RedisClient, name: string): void {
 }
 
 /**
- * Queues script `name` on `transaction`, a MULTI (or pipeline) made from
- * `redis` after {@link defineScript}: it then runs in the same step as the
- * transaction's other commands (ioredis loads the script before the EXEC).
+ * The text of requeue's Lua include `includes/<name>.lua`, its own includes
+ * expanded: a part for a script composed at run time (see {@link defineLua}).
  */
-export function queueScript(
-  transaction: object,
-  name: string,
-  keys: readonly Arg[],
-  args: readonly Arg[],
-): void {
-  callScript(transaction, undefined, name, keys, args);
+export function luaInclude(name: string): string {
+  return withIncludes(`--- @include "includes/${name}"`, luaDir, new Set());
 }
 
-function callScript<R>(
-  target: object,
-  redis: RedisClient | undefined,
+/**
+ * Defines on `redis`, once, a script composed at run time (`lua`, taken as
+ * it is) under `name`, which no file in `src/redis/lua/` may have. Returns
+ * the command's name on the connection: a MULTI made from `redis` after
+ * this call can queue it too (ioredis loads the script before the EXEC).
+ */
+export function defineLua(
+  redis: RedisClient,
   name: string,
-  keys: readonly Arg[],
-  args: readonly Arg[],
-): R {
-  if (redis) defineScript(redis, name);
-  const def = scriptDefinitions()[name];
-  if (!def) throw new Error(`requeue: no Lua script named ${name}`);
-  const fn = (target as Record<string, ((...a: Arg[]) => R) | undefined>)[commandPrefix + name];
-  if (!fn) throw new Error(`requeue: script ${name} is not defined on this connection`);
-  if (def.numberOfKeys === undefined) return fn.call(target, keys.length, ...keys, ...args);
-  if (keys.length !== def.numberOfKeys)
-    throw new Error(`requeue: script ${name} takes ${def.numberOfKeys} keys, got ${keys.length}`);
-  return fn.call(target, ...keys, ...args);
+  numberOfKeys: number,
+  lua: () => string,
+): string {
+  const command = commandPrefix + name;
+  if (command in redis) return command;
+  if (scriptDefinitions()[name]) throw new Error(`requeue: a Lua file is named ${name} too`);
+  redis.defineCommand(command, { numberOfKeys, lua: lua() });
+  return command;
 }

@@ -19,7 +19,7 @@ import {
 } from '../policy/dispatch.js';
 import { newBullQueue } from './bullmq/bull-queue.js';
 import { assertSupportedBullmq } from './bullmq/version.js';
-import { addFair, FairBatcher, type FairEntry } from './bullmq/fair-dispatch.js';
+import { FairAdder, type FairEntry } from './bullmq/fair-dispatch.js';
 import { newJobId } from '../util/system.js';
 import { jobIdForKey, keyForJobId } from './job-id.js';
 import type { JobMeta } from '../policy/job-state.js';
@@ -111,7 +111,7 @@ export class RequeueQueue<T = unknown> {
    * tag on a Redis Cluster): what `queue.prefix` gave, as used.
    */
   readonly prefix: string;
-  private readonly fair: FairBatcher;
+  private readonly fair: FairAdder;
 
   constructor(
     readonly name: string,
@@ -136,9 +136,7 @@ export class RequeueQueue<T = unknown> {
       prefix: this.prefix,
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     });
-    this.fair = new FairBatcher((entries) =>
-      addFair(this.bull, this.redis, this.name, this.prefix, entries),
-    );
+    this.fair = new FairAdder(this.bull, redis, name, this.prefix);
     // Connection trouble surfaces as the rejection of the call that met it;
     // without a listener BullMQ would print every reconnection attempt.
     this.bull.on('error', () => undefined);
@@ -176,14 +174,10 @@ export class RequeueQueue<T = unknown> {
       if (opts.dispatchKey !== undefined) this.keyed(entry, opts, label);
       return entry;
     });
-    // Keyed jobs are added with their stamps in one MULTI; others as before.
+    // With a keyed job among them: one MULTI, each keyed add with its stamp; otherwise as before.
     if (!entries.some((entry) => entry.dispatch))
       return (await this.bull.addBulk(entries)).map(added);
-    const results = await addFair(this.bull, this.redis, this.name, this.prefix, entries, true);
-    return results.map((result) => {
-      if (result.status === 'rejected') throw result.reason;
-      return added(result.value);
-    });
+    return (await this.fair.addAll(entries)).map(added);
   }
 
   /** Counts of jobs per state, the dead ones included. */

@@ -49,6 +49,17 @@ export function beforeShutdownExit(step: (timeoutMs: number) => Promise<void> | 
 /** The last moment's time to flush what is buffered, in ms, when the deadline itself has come. */
 const lastFlushMs = 50;
 
+/**
+ * What a process keeps of its shutdown timeout for the exit itself (the last
+ * flush of its log lines, then the runtime's teardown, up to ~250 ms on a
+ * loaded 2-core machine), so that it is *gone* within the timeout rather than
+ * starting to exit at it: a fifth of the timeout, at most 250 ms. The close
+ * gets the rest.
+ */
+export function exitReserveMs(timeoutMs: number): number {
+  return Math.min(250, Math.floor(Math.max(0, timeoutMs) / 5));
+}
+
 /** Runs the registered steps, each bounded by `timeoutMs`, then exits with `code`. */
 async function exitWithin(timeoutMs: number, code: number): Promise<never> {
   for (const step of exitSteps) {
@@ -102,11 +113,12 @@ async function waitForStop(withParent: boolean): Promise<StopCause> {
  * Waits for SIGTERM or SIGINT (or, started by npm, its parent's exit),
  * closes what the process runs and exits: the
  * one owner of a process's shutdown deadline. The budget is measured from
- * the signal; `close` gets it and gives each step what is left; the process
- * exits as soon as `close` returns (a handler's timer or connection, not ours
- * to close, must not hold it) and, if `close` has not returned by the
- * deadline, at the deadline; the log lines still buffered get what is left
- * of it, or a moment. A second signal exits at once. Jobs still active
+ * the signal and is the timeout less {@link exitReserveMs} (kept for the exit
+ * itself, so the process is gone within its timeout); `close` gets it and
+ * gives each step what is left; the process exits as soon as `close` returns
+ * (a handler's timer or connection, not ours to close, must not hold it) and,
+ * if `close` has not returned by then, when the budget ends; the log lines
+ * still buffered get what is left of it, or a moment. A second signal exits at once. Jobs still active
  * are not lost: their locks expire and stalled recovery hands them to another
  * worker.
  */
@@ -114,12 +126,13 @@ export async function closeOnSignal(options: CloseOnSignalOptions): Promise<neve
   const { timeoutMs, close, logger, clock = systemClock } = options;
   const leftBehind = options.leftBehind ?? 'active jobs are left to stalled recovery';
   const signal = await waitForStop(options.exitWithParent ?? startedByNpm());
-  const budget = shutdownBudget(timeoutMs, clock);
+  const reserveMs = exitReserveMs(timeoutMs);
+  const budget = shutdownBudget(timeoutMs - reserveMs, clock);
   logger.info({ signal, shutdownTimeoutMs: timeoutMs }, 'draining');
   const hardExit = setTimeout(() => {
     logger.error({ shutdownTimeoutMs: timeoutMs }, `shutdown timed out; exiting, ${leftBehind}`);
     void exitWithin(lastFlushMs, 1);
-  }, timeoutMs);
+  }, timeoutMs - reserveMs);
   hardExit.unref();
   const again = (second: NodeJS.Signals): void => {
     logger.warn({ signal: second }, `second signal; exiting now, ${leftBehind}`);

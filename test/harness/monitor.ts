@@ -42,11 +42,12 @@ export async function writesDuring(
 
 /**
  * A socket in MONITOR mode on `redis`'s server, once Redis has said OK; each
- * command to `onCommand`. Destroy it when done.
+ * command to `onCommand`, with whether a script ran it (`[0 lua]`) rather
+ * than a client. Destroy it when done.
  */
 export async function openMonitor(
   redis: Redis,
-  onCommand: (args: string[]) => void,
+  onCommand: (args: string[], fromScript: boolean) => void,
 ): Promise<Socket> {
   const { host, port, username, password } = redis.options;
   const socket = netConnect({ host: host ?? '127.0.0.1', port: port ?? 6379 });
@@ -71,7 +72,7 @@ export async function openMonitor(
           if (oks === commands.length) resolve();
         } else {
           const args = parseMonitorLine(line);
-          if (args) onCommand(args);
+          if (args) onCommand(args, / lua\] "/.test(line));
         }
       }
     });

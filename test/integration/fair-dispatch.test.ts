@@ -127,7 +127,7 @@ describe('fair dispatch', () => {
     expect(await admin.llen(bull.wait)).toBe(1);
   });
 
-  it('keyed adds of one tick go in one MULTI, yet one that BullMQ refuses fails alone', async () => {
+  it('keyed adds made together: one that BullMQ refuses fails alone (each is its own script call)', async () => {
     const { queue, bull } = setup();
     const results = await Promise.allSettled([
       queue.add('job', { key: 'a' }, { dispatchKey: 'a' }),

@@ -47,6 +47,8 @@ describe('BullMQ internals used by job-moves.ts', () => {
     expect(queue.keys.meta).toBe(keys.meta);
     expect(queue.keys.marker).toBe(keys.marker);
     expect(queue.keys.events).toBe(keys.events);
+    expect(queue.keys.prioritized).toBe(keys.prioritized);
+    expect(queue.keys.pc).toBe(keys.pc);
     expect(queue.toKey('42')).toBe(`${keys.prefix}42`);
     void queue.close();
   });

@@ -48,6 +48,8 @@ async function main(): Promise<void> {
   const delays: number[] = [];
   let requests = 0;
   let badSignatures = 0;
+  /** When the outage endpoint was first asked: its outage runs from then. */
+  let outageFrom: number | undefined;
   /** When the rate-limited endpoint accepted its requests of the last second. */
   const crmAccepted: number[] = [];
   const crmPerSecond = 40;
@@ -70,7 +72,9 @@ async function main(): Promise<void> {
       const id = String(req.headers['webhook-id']);
       const key = `${req.url}|${id}`;
       if (behaviour === 'gone') return void res.writeHead(410).end('endpoint removed');
-      if (behaviour === 'outage' && now - startedAt < outageMs)
+      // The outage starts with the endpoint's first request, not with the demo: a slow
+      // start (a busy machine) must not use it up before any delivery reaches it.
+      if (behaviour === 'outage' && now - (outageFrom ??= now) < outageMs)
         return void res.writeHead(503).end('down');
       if (behaviour === 'rate-limited') {
         // A real rate limit: at most `crmPerSecond` requests a second, then

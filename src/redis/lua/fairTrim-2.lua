@@ -1,6 +1,6 @@
 --[[
-  Drops fair-dispatch state no waiting job needs (see fairStamp-4.lua): all
-  of it when BullMQ's 'prioritized' set is empty, else the keys whose finish
+  Drops fair-dispatch state no waiting job needs (see includes/fairStamp.lua):
+  all of it when BullMQ's 'prioritized' set is empty, else the keys whose finish
   tag is at or behind the virtual time. Run when a worker finds the queue
   drained, so keys that came and went leave nothing behind.
   KEYS[1] prioritized zset   KEYS[2] fair zset (key -> F)

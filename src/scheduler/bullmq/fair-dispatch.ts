@@ -3,13 +3,15 @@ import type { RedisClient } from '../../redis/connection.js';
 import { requeueKeys } from '../../redis/keys.js';
 import * as lua from '../../redis/lua-commands.js';
 import { bullKeys } from './bull-keys.js';
+import { defineFairAdd, keyedAddClient, type CommandRunner } from './fair-add.js';
 
 /**
  * Fair dispatch across keys, on BullMQ's own 'prioritized' sorted set (so a
- * keyed job is always in a BullMQ state): a keyed job is added by BullMQ
- * with priority 1, and in the same MULTI `fairStamp` moves it to its key's
- * turn (start-time fair queuing; see `src/redis/lua/fairStamp-4.lua`).
- * Knows of BullMQ's insides: `Job#addJob` on a transaction, the
+ * keyed job is always in a BullMQ state): a keyed job is added by BullMQ's
+ * own add script with priority 1, and in the same script call its stamp
+ * moves it to its key's turn (start-time fair queuing; see
+ * `src/redis/lua/includes/fairStamp.lua` and `fair-add.ts`). Knows of
+ * BullMQ's insides: `Job#addJob` on a client or a transaction, the
  * 'prioritized' set's scores and its priority counter `pc` (see
  * `bull-keys.ts`, whose test trips on an upgrade that changes them).
  */
@@ -22,102 +24,93 @@ export interface FairEntry {
   dispatch?: { key: string; cost: number };
 }
 
-/**
- * Adds `entries` to `queue` in one MULTI, atomically and in one round trip:
- * each job by BullMQ's own add, and right after a keyed one, its stamp. A
- * job whose id is already known stays where it is. An entry BullMQ refuses
- * before anything is sent (data it cannot serialise) fails alone, or, when
- * `together`, nothing is sent and its error is thrown.
- */
-export async function addFair(
-  queue: Queue,
-  redis: RedisClient,
-  queueName: string,
-  bullPrefix: string,
-  entries: readonly FairEntry[],
-  together = false,
-): Promise<PromiseSettledResult<Job>[]> {
-  lua.defineFairStamp(redis);
-  const bull = bullKeys(queueName, bullPrefix);
-  const fair = requeueKeys(queueName).fair;
-  const client = await queue.getBackend().client;
-  const multi = client.multi();
-  const settled: PromiseSettledResult<Job>[] = [];
-  const sent: { index: number; job: Job; stamped: boolean }[] = [];
-  // Each add is queued on the MULTI before addJob's first await.
-  const adds: Promise<unknown>[] = [];
-  for (const [index, entry] of entries.entries()) {
-    const id = String(entry.opts.jobId);
-    try {
-      const job = new Job(queue, entry.name, entry.data, entry.opts, id);
-      adds.push(job.addJob(multi as never));
-      sent.push({ index, job, stamped: entry.dispatch !== undefined });
-    } catch (reason) {
-      if (together) throw reason;
-      settled[index] = { status: 'rejected', reason };
-      continue;
-    }
-    if (entry.dispatch)
-      lua.queueFairStamp(
-        multi,
-        [bull.prioritized, bull.pc, fair, bull.prefix + id],
-        [id, entry.dispatch.key, entry.dispatch.cost],
-      );
-  }
-  await Promise.all(adds);
-  const replies = sent.length > 0 ? ((await multi.exec()) ?? []) : [];
-  let reply = 0;
-  for (const { index, job, stamped } of sent) {
-    const [err, id] = replies[reply++] ?? [new Error('requeue: the add was not run')];
-    const [stampErr] = stamped ? (replies[reply++] ?? [new Error('requeue: no stamp')]) : [];
-    const reason = err ?? stampErr;
-    if (reason) settled[index] = { status: 'rejected', reason };
-    else {
-      job.id = String(id);
-      settled[index] = { status: 'fulfilled', value: job };
-    }
-  }
-  return settled;
-}
-
-/**
- * Keyed adds made in the same tick, sent together: one MULTI for many jobs
- * costs far less per job than one each (ioredis builds every MULTI anew).
- * Each add still succeeds or fails on its own.
- */
-export class FairBatcher {
-  private pending: { entry: FairEntry; done: (result: PromiseSettledResult<Job>) => void }[] = [];
+/** Where one queue's keyed adds go: its BullMQ queue, connection and keys. */
+export class FairAdder {
+  private readonly fair: string;
+  private readonly jobPrefix: string;
 
   constructor(
-    private readonly send: (entries: FairEntry[]) => Promise<PromiseSettledResult<Job>[]>,
-    private readonly maxBatch = 1_000,
-  ) {}
+    private readonly queue: Queue,
+    private readonly redis: RedisClient,
+    queueName: string,
+    bullPrefix: string,
+  ) {
+    this.fair = requeueKeys(queueName).fair;
+    this.jobPrefix = bullKeys(queueName, bullPrefix).prefix;
+  }
 
-  add(entry: FairEntry): Promise<Job> {
-    return new Promise<PromiseSettledResult<Job>>((done) => {
-      if (this.pending.length === 0) queueMicrotask(() => void this.flush());
-      this.pending.push({ entry, done });
-    }).then((result) => {
-      if (result.status === 'rejected') throw result.reason;
-      return result.value;
+  /**
+   * Adds one keyed job: one script call, as a plain add is (BullMQ's add and
+   * the stamp in one script). A job whose id is already known stays where it is.
+   */
+  async add(entry: FairEntry): Promise<Job> {
+    if (!entry.dispatch) throw new Error('requeue: a keyed add without its dispatch key');
+    const command = defineFairAdd(this.redis);
+    const job = new Job(this.queue, entry.name, entry.data, entry.opts, String(entry.opts.jobId));
+    const client = (await this.queue.getBackend().client) as unknown as CommandRunner;
+    job.id = String(
+      await job.addJob(this.through(client, command, job.id!, entry.dispatch) as never),
+    );
+    return job;
+  }
+
+  /**
+   * Adds `entries` in one MULTI, atomically and in one round trip: each by
+   * BullMQ's own add, a keyed one with its stamp in the same script call.
+   * A job whose id is already known stays where it is. An entry BullMQ
+   * refuses before anything is sent (data it cannot serialise) throws, and
+   * nothing is sent; one refused in Redis throws after the EXEC.
+   */
+  async addAll(entries: readonly FairEntry[]): Promise<Job[]> {
+    const command = defineFairAdd(this.redis);
+    const client = await this.queue.getBackend().client;
+    const multi = client.multi();
+    // Each add is queued on the MULTI before addJob's first await; one
+    // refused (by BullMQ, or by the stand-in) means no EXEC.
+    const queued: Promise<unknown>[] = [];
+    const jobs: Job[] = [];
+    try {
+      for (const entry of entries) {
+        const job = new Job(
+          this.queue,
+          entry.name,
+          entry.data,
+          entry.opts,
+          String(entry.opts.jobId),
+        );
+        const target = entry.dispatch
+          ? this.through(multi as unknown as CommandRunner, command, job.id!, entry.dispatch)
+          : multi;
+        queued.push(job.addJob(target as never));
+        jobs.push(job);
+      }
+    } finally {
+      // Every queued add settles before this returns or throws: none rejects unheard.
+      await Promise.allSettled(queued);
+    }
+    await Promise.all(queued);
+    const replies = jobs.length > 0 ? ((await multi.exec()) ?? []) : [];
+    return jobs.map((job, i) => {
+      const [err, id] = replies[i] ?? [new Error('requeue: the add was not run')];
+      if (err) throw err;
+      job.id = String(id);
+      return job;
     });
   }
 
-  private async flush(): Promise<void> {
-    const batch = this.pending;
-    this.pending = [];
-    for (let start = 0; start < batch.length; start += this.maxBatch) {
-      const part = batch.slice(start, start + this.maxBatch);
-      const results = await this.send(part.map((p) => p.entry)).catch(
-        (reason: unknown): PromiseSettledResult<Job>[] =>
-          part.map(() => ({ status: 'rejected', reason })),
-      );
-      part.forEach((p, i) =>
-        p.done(
-          results[i] ?? { status: 'rejected', reason: new Error('requeue: the add was not run') },
-        ),
-      );
-    }
+  private through(
+    bull: CommandRunner,
+    command: string,
+    id: string,
+    dispatch: { key: string; cost: number },
+  ): CommandRunner {
+    return keyedAddClient(bull, command, {
+      fair: this.fair,
+      job: this.jobPrefix + id,
+      id,
+      dispatchKey: dispatch.key,
+      cost: dispatch.cost,
+    });
   }
 }
 
