@@ -120,10 +120,11 @@ const importDoors = [
 ];
 
 /**
- * No file over 400 lines (issue 23, item 5): every `.ts` in src/ and workers/
- * and the dashboard's scripts, blank lines and comments counted. The files
- * over it today are let through by name until they are split; this list must
- * end empty (remove a file from it in the change that splits it).
+ * No file over 400 lines (issue 23, item 5): every `.ts` in src/, workers/,
+ * test/ and bench/ and the dashboard's scripts, blank lines and comments
+ * counted. The files over it today are let through by name until they are
+ * split; this list must end empty (remove a file from it in the change that
+ * splits it).
  */
 const overMaxLinesToday = [];
 
@@ -281,7 +282,13 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/**/*.ts', 'workers/**/*.ts', 'workers/service/dashboard/**/*.js'],
+    files: [
+      'src/**/*.ts',
+      'workers/**/*.ts',
+      'workers/service/dashboard/**/*.js',
+      'test/**/*.{ts,js,mjs}',
+      'bench/**/*.{ts,js,mjs}',
+    ],
     ignores: overMaxLinesToday,
     rules: { 'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }] },
   },

@@ -19,7 +19,6 @@ import {
   costTable,
   describeSent,
   rate,
-  renderJson,
   renderMarkdown,
   resultsTable,
   summarise,
@@ -28,6 +27,7 @@ import {
   type Samples,
   type SideKey,
 } from './scheduler/report.js';
+import { renderJson } from './scheduler/json-report.js';
 import { requeueSide } from './scheduler/requeue-side.js';
 import { metricIds, metrics, type MetricId, type ScenarioId } from './scheduler/scenarios.js';
 import type { Probe, Side } from './scheduler/side.js';

@@ -354,7 +354,7 @@ export class RequeueMetrics {
     return readings;
   }
 
-  /** Reads only: BullMQ's counts, ZCARD, HMGET, SMEMBERS (`test/integration/read-only-status.test.ts`). */
+  /** Reads only: BullMQ's counts, ZCARD, HMGET, SMEMBERS (`test/integration/read-only-dlq-metrics.test.ts`). */
   private async readQueue(name: string): Promise<QueueReading> {
     const queue = [...this.queues].find((q) => q.name === name);
     const stores = this.stores.get(name);

@@ -16,7 +16,7 @@ import { exponentialCeiling } from '../../src/policy/backoff/backoff.js';
 import { parseJobState, type AttemptRecord } from '../../src/policy/job-state.js';
 import { startRedisServer, type RedisServerHandle } from '../../src/redis/redis-server.js';
 import { seededRandom } from '../../src/util/random.js';
-import { allDead } from '../model/commands.js';
+import { allDead } from '../model/dead-records.js';
 import type { Model } from '../model/model.js';
 import type { ModelJobData, Outcome, RunEntry } from '../model/protocol.js';
 import { capMs, type RealSystem } from '../model/system.js';

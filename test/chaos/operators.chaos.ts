@@ -11,7 +11,7 @@ import type { RedisServerHandle } from '../../src/redis/redis-server.js';
 import { spawnTs, runTs, type TsChild } from '../harness/child.js';
 import { seedDead } from '../harness/dlq.js';
 import { settleAndCheck, quiesce } from '../model/check.js';
-import { allDead, observe } from '../model/commands.js';
+import { allDead, observe } from '../model/dead-records.js';
 import { Model } from '../model/model.js';
 import type { Outcome } from '../model/protocol.js';
 import { RealSystem, type RunConfig } from '../model/system.js';

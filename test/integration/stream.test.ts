@@ -1,129 +1,33 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import type { EventEmitter } from 'node:events';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createLogger } from '../../src/config/logger.js';
-import { PermanentError } from '../../src/errors/permanent-error.js';
+import { describe, expect, it } from 'vitest';
 import { jobIdForKey } from '../../src/scheduler/job-id.js';
 import { parseJobState } from '../../src/policy/job-state.js';
 import { createQueue } from '../../src/scheduler/queue.js';
 import {
   createStreamConsumer,
   createStreamRetryWorker,
-  defaultRetryQueueName,
   retryIdempotencyKey,
   retryJobFor,
   type StreamMessage,
 } from '../../workers/stream/index.js';
-import { cleanQueue, connect, jobKey, redisUrl, uniqueQueueName } from '../harness/redis.js';
+import { jobKey, redisUrl } from '../harness/redis.js';
+import {
+  cleanUpStreams,
+  logger,
+  group,
+  policy,
+  redis,
+  closers,
+  newStream,
+  track,
+  waitFor,
+  nextEvent,
+  pendingCount,
+  counter,
+  spawnNode,
+  exited,
+} from './stream-helpers.js';
 
-const logger = createLogger({ level: 'silent' });
-const group = 'billing';
-/** Short, exact delays: the fixed strategy waits `baseMs` every time. */
-const policy = { strategy: 'fixed', baseMs: 100, capMs: 100, maxAttempts: 5 } as const;
-
-const redis = connect();
-const streams: string[] = [];
-const closers: (() => Promise<unknown>)[] = [];
-const children: ChildProcess[] = [];
-
-/** A fresh stream, deleted after the test with its counters and retry queue. */
-function newStream(): { stream: string; retryQueue: string } {
-  const stream = uniqueQueueName('stream');
-  streams.push(stream);
-  return { stream, retryQueue: defaultRetryQueueName(stream, group) };
-}
-
-function track<T extends { close(options: { timeoutMs?: number }): Promise<void> }>(
-  closable: T,
-): T {
-  closers.push(() => closable.close({ timeoutMs: 2000 }));
-  return closable;
-}
-
-afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-  for (const close of closers.splice(0).reverse()) await close();
-  for (const stream of streams.splice(0)) {
-    await redis.del(stream);
-    // One hash of counters per stream: no KEYS, which a cluster answers per node.
-    await redis.del(`${stream}:counts`);
-    await cleanQueue(redis, defaultRetryQueueName(stream, group));
-  }
-});
-
-afterAll(() => {
-  redis.disconnect();
-});
-
-/** Polls `check` until it holds; fails naming `what` after `timeoutMs`. */
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** The next `event` from `emitter` whose payload passes `accept`. */
-function nextEvent<T>(
-  emitter: EventEmitter,
-  event: string,
-  accept: (payload: T) => boolean = () => true,
-  timeoutMs = 10_000,
-): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      emitter.off(event, on);
-      reject(new Error(`timed out waiting for ${event}`));
-    }, timeoutMs);
-    function on(payload: T): void {
-      if (!accept(payload)) return;
-      clearTimeout(timer);
-      emitter.off(event, on);
-      resolve(payload);
-    }
-    emitter.on(event, on);
-  });
-}
-
-/** Entries delivered to the group and not acknowledged (XPENDING's summary count). */
-async function pendingCount(stream: string): Promise<number> {
-  const [count] = (await redis.xpending(stream, group)) as [number, ...unknown[]];
-  return count;
-}
-
-async function counter(stream: string, n: number): Promise<number> {
-  return Number((await redis.hget(`${stream}:counts`, String(n))) ?? 0);
-}
-
-function spawnNode(args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    env: { ...process.env, REDIS_URL: redisUrl(), ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  child.on('exit', (code, signal) => {
-    if (code !== 0 && signal === null) console.error(`child ${args.join(' ')} failed:\n${stderr}`);
-  });
-  children.push(child);
-  return child;
-}
-
-function exited(child: ChildProcess, timeoutMs = 10_000): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('child did not exit')), timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve(code);
-    });
-  });
-}
+cleanUpStreams();
 
 describe('stream consumer recovery', () => {
   it('retries a message that fails twice after two delays and acknowledges it once', async () => {
@@ -307,257 +211,6 @@ describe('stream consumer recovery', () => {
     await queue.add(job.name, job.data, job.opts);
     expect(await counts()).toBe(1);
     expect(already.jobId).toBe(jobIdForKey(retryIdempotencyKey(stream, group, id)));
-  });
-
-  it('dead-letters a message whose handler throws a PermanentError, with its stream id', async () => {
-    const { stream } = newStream();
-    let runs = 0;
-    const handler = async () => {
-      runs += 1;
-      throw new PermanentError('unknown customer');
-    };
-    const consumer = track(
-      createStreamConsumer({
-        connection: redisUrl(),
-        stream,
-        group,
-        handler,
-        policy,
-        startId: '0',
-        blockMs: 100,
-        logger,
-      }),
-    );
-    const worker = track(
-      createStreamRetryWorker({ connection: redisUrl(), stream, group, handler, policy, logger }),
-    );
-    await Promise.all([consumer.waitUntilReady(), worker.waitUntilReady()]);
-    const dead = nextEvent<{
-      record: {
-        reason: string;
-        data: unknown;
-        opts: Record<string, unknown>;
-        attempts: number;
-        message: string;
-      };
-    }>(worker, 'job:dead-lettered');
-    const id = (await redis.xadd(stream, '*', 'n', '1'))!;
-    const { record } = await dead;
-
-    expect(record.reason).toBe('permanent-error');
-    expect(record.message).toBe('unknown customer');
-    expect(record.attempts).toBe(1);
-    expect(record.data).toMatchObject({ stream, group, id, fields: { n: '1' } });
-    expect(record.opts).toMatchObject({ rq: { tags: { streamId: id, stream } } });
-    // Requeue decided from the stream attempt's error: the handler did not run again.
-    expect(runs).toBe(1);
-    await waitFor('the entry to be acknowledged', async () => (await pendingCount(stream)) === 0);
-    const jobId = jobIdForKey(retryIdempotencyKey(stream, group, id));
-    expect((await worker.dlq.get(jobId))?.reason).toBe('permanent-error');
-  });
-
-  it('dead-letters a message whose fields fail the schema as invalid-payload, without running the handler', async () => {
-    const { stream } = newStream();
-    const schema = z.object({ amount: z.string().regex(/^\d+$/, 'must be digits') });
-    let runs = 0;
-    const handler = async () => {
-      runs += 1;
-    };
-    const consumer = track(
-      createStreamConsumer({
-        connection: redisUrl(),
-        stream,
-        group,
-        handler,
-        schema,
-        policy,
-        startId: '0',
-        blockMs: 100,
-        logger,
-      }),
-    );
-    const worker = track(
-      createStreamRetryWorker({
-        connection: redisUrl(),
-        stream,
-        group,
-        handler,
-        schema,
-        policy,
-        logger,
-      }),
-    );
-    await Promise.all([consumer.waitUntilReady(), worker.waitUntilReady()]);
-    const dead = nextEvent<{
-      record: { reason: string; data: unknown; opts: Record<string, unknown>; message: string };
-    }>(worker, 'job:dead-lettered');
-    const id = (await redis.xadd(stream, '*', 'amount', 'twelve'))!;
-    const { record } = await dead;
-
-    expect(record.reason).toBe('invalid-payload');
-    expect(record.message).toContain('fields.amount');
-    expect(record.data).toMatchObject({ id, fields: { amount: 'twelve' } });
-    expect(record.opts).toMatchObject({ rq: { tags: { streamId: id } } });
-    expect(runs).toBe(0);
-    await waitFor('the entry to be acknowledged', async () => (await pendingCount(stream)) === 0);
-  });
-
-  it("keeps a slow live consumer's entries from being reclaimed by another", async () => {
-    const { stream } = newStream();
-    await redis.xgroup('CREATE', stream, group, '0', 'MKSTREAM');
-    for (let n = 1; n <= 4; n += 1) await redis.xadd(stream, '*', 'n', String(n));
-    const ran: string[] = [];
-    track(
-      createStreamConsumer({
-        connection: redisUrl(),
-        stream,
-        group,
-        consumer: 'slow',
-        claimIdleMs: 300,
-        blockMs: 50,
-        logger,
-        handler: async (message) => {
-          ran.push(`slow:${message.fields.n}`);
-          // The batch takes about 4 × 200 ms, well past claimIdleMs.
-          await new Promise((r) => setTimeout(r, 200));
-        },
-      }),
-    );
-    await waitFor('the slow consumer to start its batch', () => ran.length > 0);
-    const other = track(
-      createStreamConsumer({
-        connection: redisUrl(),
-        stream,
-        group,
-        consumer: 'other',
-        claimIdleMs: 300,
-        claimIntervalMs: 50,
-        blockMs: 50,
-        logger,
-        handler: async (message) => {
-          ran.push(`other:${message.fields.n}`);
-        },
-      }),
-    );
-    const claimed: string[] = [];
-    other.on('messages:claimed', ({ ids }) => claimed.push(...ids));
-    await waitFor('the batch to be acknowledged', async () => (await pendingCount(stream)) === 0);
-    expect(ran).toEqual(['slow:1', 'slow:2', 'slow:3', 'slow:4']);
-    expect(claimed).toEqual([]);
-  });
-
-  it('hands the unstarted entries of its batch back when closed, claimable at once', async () => {
-    const { stream } = newStream();
-    await redis.xgroup('CREATE', stream, group, '0', 'MKSTREAM');
-    const ids: string[] = [];
-    for (let n = 1; n <= 5; n += 1) ids.push((await redis.xadd(stream, '*', 'n', String(n)))!);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const ran: string[] = [];
-    const first = createStreamConsumer({
-      connection: redisUrl(),
-      stream,
-      group,
-      consumer: 'first',
-      claimIdleMs: 60_000,
-      blockMs: 50,
-      logger,
-      handler: async (message) => {
-        ran.push(message.id);
-        await gate;
-      },
-    });
-    await waitFor('the first entry to start', () => ran.length === 1);
-    const closed = first.close({ timeoutMs: 5000 });
-    release();
-    await closed;
-    // The entry in flight finished and was acknowledged; the other four are back, idle.
-    expect(ran).toEqual([ids[0]]);
-    const rows = (await redis.xpending(stream, group, '-', '+', 10)) as [
-      string,
-      string,
-      number,
-      number,
-    ][];
-    expect(rows.map(([id]) => id)).toEqual(ids.slice(1));
-    for (const [, , idleMs, deliveries] of rows) {
-      expect(idleMs).toBeGreaterThanOrEqual(60_000);
-      // One less than delivered: the claim that takes it back counts the delivery again.
-      expect(deliveries).toBe(0);
-    }
-
-    const seen = new Map<string, number>();
-    track(
-      createStreamConsumer({
-        connection: redisUrl(),
-        stream,
-        group,
-        consumer: 'second',
-        claimIdleMs: 60_000,
-        blockMs: 50,
-        logger,
-        handler: async (message) => {
-          seen.set(message.id, message.deliveries);
-        },
-      }),
-    );
-    await waitFor(
-      'the handed-back entries to be processed',
-      async () => (await pendingCount(stream)) === 0,
-    );
-    // Reclaimed without waiting claimIdleMs, and counted as their first run.
-    expect([...seen.keys()]).toEqual(ids.slice(1));
-    expect([...seen.values()].every((d) => d === 1)).toBe(true);
-  });
-
-  it('hands an entry its consumers keep dying on to the retry worker without running it', async () => {
-    const { stream } = newStream();
-    await redis.xgroup('CREATE', stream, group, '0', 'MKSTREAM');
-    const id = (await redis.xadd(stream, '*', 'n', '1'))!;
-    await redis.call('XREADGROUP', 'GROUP', group, 'dead', 'COUNT', 1, 'STREAMS', stream, '>');
-    // Three consumers died on it: the next claim makes four deliveries, above maxDeliveries.
-    await redis.call(
-      'XCLAIM',
-      stream,
-      group,
-      'dead',
-      0,
-      id,
-      'IDLE',
-      10_000,
-      'RETRYCOUNT',
-      3,
-      'JUSTID',
-    );
-    const attempts: number[] = [];
-    const handler = async (message: StreamMessage) => {
-      attempts.push(message.attempt);
-    };
-    const consumer = track(
-      createStreamConsumer({
-        connection: redisUrl(),
-        stream,
-        group,
-        handler,
-        policy,
-        claimIdleMs: 1000,
-        blockMs: 50,
-        logger,
-      }),
-    );
-    const worker = track(
-      createStreamRetryWorker({ connection: redisUrl(), stream, group, handler, policy, logger }),
-    );
-    const handedOff = nextEvent<{ deliveries: number; error: { class: string } }>(
-      consumer,
-      'message:handed-off',
-    );
-    const completed = nextEvent(worker, 'job:completed');
-    expect((await handedOff).deliveries).toBe(4);
-    await completed;
-    // The stream attempt is the crashed deliveries; requeue retried it once, after its delay.
-    expect(attempts).toEqual([2]);
-    expect(await pendingCount(stream)).toBe(0);
   });
 
   it('runs as a process (workers/stream/main.ts) that retries and drains on SIGTERM', async () => {

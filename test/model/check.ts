@@ -3,7 +3,8 @@
  * with the model. Returns every violation found, each a sentence.
  */
 import type { Job, JobType } from 'bullmq';
-import { allDead, forceBreaker, observe, seqsOf } from './commands.js';
+import { forceBreaker } from './commands.js';
+import { allDead, observe, seqsOf } from './dead-records.js';
 import type { LogicalJob, Model } from './model.js';
 import { deathIdentity, type DeathEntry, type ModelJobData, type RunEntry } from './protocol.js';
 import type { RealSystem } from './system.js';

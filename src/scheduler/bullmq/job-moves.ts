@@ -13,8 +13,8 @@ import { bullJobOf, type HeldJob } from './held-job.js';
  * replay. The key layout is in `bull-keys.ts`, the worker subclass in
  * `bull-worker.ts`, the read-only views in `bull-reads.ts`; everything
  * outside `src/scheduler/bullmq/` moves jobs through the functions here.
- * `test/integration/job-moves.test.ts` fails loudly if a BullMQ upgrade
- * changes what they rely on.
+ * `test/integration/job-moves.test.ts` and `job-moves-deaths.test.ts` fail
+ * loudly if a BullMQ upgrade changes what they rely on.
  */
 
 /** What a job's hash holds of requeue's state. */
