@@ -1,16 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatMs } from '../../src/cli/commands/plan.js';
-import { runCli } from '../../src/cli/program.js';
+import { runCaptured } from '../harness/cli.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-
-interface Captured {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 interface JsonRetry {
   retry: number;
@@ -29,31 +23,8 @@ interface JsonPlan {
   retries: JsonRetry[];
 }
 
-let stdout = '';
-let stderr = '';
-
-beforeEach(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    stdout += String(chunk);
-    return true;
-  });
-  vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
-    stderr += String(chunk);
-    return true;
-  });
-});
-
-afterEach(() => {
-  vi.restoreAllMocks();
-});
-
 /** Runs `requeue plan …` in this process, capturing its output. */
-async function plan(...args: string[]): Promise<Captured> {
-  stdout = '';
-  stderr = '';
-  const code = await runCli(['node', 'requeue', 'plan', ...args]);
-  return { code, stdout, stderr };
-}
+const plan = (...args: string[]) => runCaptured('plan', ...args);
 
 async function planJson(...args: string[]): Promise<JsonPlan> {
   const { code, stdout: out } = await plan(...args, '--json');

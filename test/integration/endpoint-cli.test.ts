@@ -1,29 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it, vi } from 'vitest';
-import { runCli } from '../../src/cli/program.js';
+import { describe, expect, it } from 'vitest';
+import { runCaptured } from '../harness/cli.js';
 import { onCleanup } from '../harness/cleanup.js';
 import { cleanedQueueName, connect, redisUrl } from '../harness/redis.js';
 
-/** Runs the CLI in this process, capturing stdout and stderr. */
-async function requeue(...args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((c) => {
-    stdout += String(c);
-    return true;
-  });
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((c) => {
-    stderr += String(c);
-    return true;
-  });
-  try {
-    const code = await runCli(['node', 'requeue', ...args, '--redis', redisUrl()]);
-    return { code, stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
+/** Runs the CLI in this process against the run's Redis, capturing stdout and stderr. */
+const requeue = (...args: string[]) => runCaptured(...args, '--redis', redisUrl());
 
 describe('requeue endpoint create|update|show|delete', () => {
   it('registers an endpoint, shows it without its secrets, updates and deletes it', async () => {

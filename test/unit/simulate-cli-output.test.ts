@@ -2,14 +2,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { captureOutput, simulate, quickOutage } from './simulate-cli-helpers.js';
+import { simulate, quickOutage } from './simulate-cli-helpers.js';
 
 /**
  * `requeue simulate`: the fairness scenario, the tables, the SVG plot and bad
  * flags (the JSON of contention and outage runs is in `simulate-cli.test.ts`).
  */
-
-captureOutput();
 
 describe('requeue simulate --scenario fairness', () => {
   const quick = ['--scenario', 'fairness', '--big-jobs', '2000', '--small-keys', '3'];

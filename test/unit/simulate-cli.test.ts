@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { captureOutput, simulate, quickOutage } from './simulate-cli-helpers.js';
-
-captureOutput();
+import { simulate, quickOutage } from './simulate-cli-helpers.js';
 
 describe('requeue simulate --json', () => {
   it('contention: the scenario, its parameters and calls and time per strategy', async () => {
