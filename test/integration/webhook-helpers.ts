@@ -185,12 +185,24 @@ function next<K extends 'job:completed' | 'job:dead-lettered'>(
   });
 }
 
-/** Resolves with whichever of completed / dead-lettered comes first for `jobId`. */
-export function settled(worker: WebhookWorker, jobId: string) {
+/**
+ * Resolves with whichever of completed / dead-lettered comes first for
+ * `jobId`; after `timeoutMs`, fails naming the job (an unexplained 30 s stall
+ * in CI said only "Test timed out", not which job never settled).
+ */
+export function settled(worker: WebhookWorker, jobId: string, timeoutMs = 20_000) {
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`job ${jobId} neither completed nor dead after ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+  });
   return Promise.race([
     next(worker, 'job:completed', jobId).then((e) => ({ kind: 'completed' as const, ...e })),
     next(worker, 'job:dead-lettered', jobId).then((e) => ({ kind: 'dead' as const, ...e })),
-  ]);
+    stalled,
+  ]).finally(() => clearTimeout(timer));
 }
 
 let eventCounter = 0;
